@@ -1,0 +1,1 @@
+"""Benchmarks: datasets, metrics and the harnesses behind ``memlane bench``."""

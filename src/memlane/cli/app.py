@@ -1,0 +1,401 @@
+"""The ``memlane`` command line: a thin adapter over the ``Memory`` API."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from memlane.config import PRESETS, Config
+from memlane.engine import Memory
+from memlane.errors import MemlaneError, ValidationError
+from memlane.models import Hit, MemoryItem, Message
+
+app = typer.Typer(
+    name="memlane",
+    help="Long-term memory for conversational AI: offline, embedded, explainable.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+bench_app = typer.Typer(help="Measure retrieval quality and speed.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True)
+
+DbOpt = Annotated[
+    Path | None,
+    typer.Option("--db", envvar="MEMLANE_DB", help="SQLite file (default: $MEMLANE_HOME/memlane.db)."),
+]
+EmbedderOpt = Annotated[
+    str | None,
+    typer.Option("--embedder", envvar="MEMLANE_EMBEDDER", help="minilm (default), static, or openai:MODEL@URL."),
+]
+UserOpt = Annotated[str, typer.Option("--user", "-u", help="The user scope (required).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print an error and exit."""
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def open_memory(db: Path | None, embedder: str | None) -> Iterator[Memory]:
+    """A Memory for one command, with memlane errors turned into a clean exit."""
+    try:
+        config = Config.from_env()
+        with Memory(db, embedder=embedder, config=config) as memory:
+            yield memory
+    except MemlaneError as exc:
+        fail(str(exc))
+
+
+def progress() -> Progress:
+    """The progress bar every long phase uses (written to stderr)."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+    )
+
+
+def dump(data: Any) -> None:
+    """Write JSON to stdout."""
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def _read_messages(source: str) -> list[Message]:
+    raw = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    text = raw.strip()
+    if not text:
+        raise ValidationError(f"{source}: no messages")
+    try:
+        data = json.loads(text)
+        rows = data if isinstance(data, list) else [data]
+    except json.JSONDecodeError:
+        rows = []
+        for n, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ValidationError(f"{source}: line {n} is not JSON: {exc.msg}") from None
+    messages: list[Message] = []
+    for n, row in enumerate(rows, start=1):
+        if isinstance(row, str):
+            messages.append(Message(content=row))
+        elif isinstance(row, dict):
+            try:
+                messages.append(Message.model_validate(row))
+            except Exception as exc:
+                raise ValidationError(f"{source}: message {n} is invalid: {exc}") from None
+        else:
+            raise ValidationError(f"{source}: message {n} must be an object or a string")
+    return messages
+
+
+@app.command()
+def add(
+    user: UserOpt,
+    text: Annotated[str | None, typer.Argument(help="Text to remember (one user message).")] = None,
+    file: Annotated[
+        str | None, typer.Option("--file", "-f", help="JSON list or JSONL of messages; '-' reads stdin.")
+    ] = None,
+    session: Annotated[str | None, typer.Option("--session", help="Session id.")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="Agent id.")] = None,
+    role: Annotated[str, typer.Option("--role", help="Role of a TEXT message.")] = "user",
+    name: Annotated[str | None, typer.Option("--name", help="Speaker name of a TEXT message.")] = None,
+    timestamp: Annotated[str | None, typer.Option("--timestamp", help="ISO 8601 time of the message(s).")] = None,
+    db: DbOpt = None,
+    embedder: EmbedderOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remember a message, or a file of messages."""
+    if (text is None) == (file is None):
+        fail("give either TEXT or --file")
+    with open_memory(db, embedder) as memory:
+        try:
+            messages = [Message(role=role, content=text, name=name)] if text is not None else _read_messages(str(file))
+            stored: list[MemoryItem] = []
+            with progress() as bar:
+                task = bar.add_task("adding", total=len(messages))
+                for start in range(0, len(messages), 256):
+                    chunk = messages[start : start + 256]
+                    result = memory.add(chunk, user_id=user, session_id=session, agent_id=agent, timestamp=timestamp)
+                    stored.extend(result.items)
+                    bar.advance(task, len(chunk))
+        except MemlaneError as exc:
+            fail(str(exc))
+        if as_json:
+            dump([it.model_dump(mode="json") for it in stored])
+        else:
+            out.print(f"stored {len(stored)} memor{'y' if len(stored) == 1 else 'ies'}")
+            for it in stored[:20]:
+                out.print(f"  {it.id}  {it.text[:80]}", highlight=False)
+
+
+def _hits_table(hits: list[Hit], explain: bool) -> Table:
+    table = Table(show_lines=explain)
+    table.add_column("#", justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("memory")
+    table.add_column("why")
+    table.add_column("id", overflow="fold", max_width=12)
+    for rank, hit in enumerate(hits, start=1):
+        who = f"{hit.memory.speaker}: " if hit.memory.speaker else ""
+        when = hit.memory.timestamp.date().isoformat()
+        parts = []
+        for dim, b in sorted(hit.breakdown.items(), key=lambda kv: -kv[1].contribution):
+            if explain:
+                parts.append(f"{dim} raw={b.raw:.3f} norm={b.normalized:.2f} x{b.weight:g} = {b.contribution:.3f}")
+            else:
+                parts.append(f"{dim} {b.contribution:.2f}")
+        table.add_row(
+            str(rank), f"{hit.score:.3f}", f"[dim]{when}[/] {who}{hit.memory.text}", "\n".join(parts), hit.memory.id
+        )
+    return table
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    user: UserOpt,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="How many results.")] = 10,
+    preset_name: Annotated[
+        str | None, typer.Option("--preset", help=f"Retrieval preset: {', '.join(PRESETS)}.")
+    ] = None,
+    session: Annotated[str | None, typer.Option("--session", help="Only this session.")] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Show raw and weighted scores.")] = False,
+    db: DbOpt = None,
+    embedder: EmbedderOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search a user's memories."""
+    with open_memory(db, embedder) as memory:
+        filters = {"session_id": session} if session else None
+        try:
+            hits = memory.search(query, user_id=user, top_k=top_k, filters=filters, preset_name=preset_name)
+        except MemlaneError as exc:
+            fail(str(exc))
+    if as_json:
+        dump([h.model_dump(mode="json") for h in hits])
+    elif not hits:
+        out.print("no memories found")
+    else:
+        out.print(_hits_table(hits, explain))
+
+
+@app.command()
+def get(
+    memory_id: Annotated[str, typer.Argument(help="Memory id.")],
+    user: UserOpt,
+    db: DbOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Show one memory as JSON."""
+    with open_memory(db, embedder) as memory:
+        try:
+            dump(memory.get(memory_id, user_id=user).model_dump(mode="json"))
+        except MemlaneError as exc:
+            fail(str(exc))
+
+
+@app.command(name="list")
+def list_(
+    user: UserOpt,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many.")] = 50,
+    offset: Annotated[int, typer.Option("--offset", help="Skip this many.")] = 0,
+    session: Annotated[str | None, typer.Option("--session", help="Only this session.")] = None,
+    db: DbOpt = None,
+    embedder: EmbedderOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List a user's memories, oldest first."""
+    with open_memory(db, embedder) as memory:
+        try:
+            items = memory.list(
+                user_id=user, limit=limit, offset=offset, filters={"session_id": session} if session else None
+            )
+        except MemlaneError as exc:
+            fail(str(exc))
+    if as_json:
+        dump([it.model_dump(mode="json") for it in items])
+        return
+    table = Table()
+    for col in ("id", "time", "kind", "speaker", "text"):
+        table.add_column(col)
+    for it in items:
+        table.add_row(it.id, it.timestamp.isoformat(timespec="minutes"), it.kind.value, it.speaker or "", it.text)
+    out.print(table)
+
+
+@app.command()
+def delete(
+    user: UserOpt,
+    memory_id: Annotated[str | None, typer.Argument(help="Memory id.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Delete every memory of the user.")] = False,
+    db: DbOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Delete one memory, or all of a user's memories with --all."""
+    if (memory_id is None) == (not all_):
+        fail("give either MEMORY_ID or --all")
+    with open_memory(db, embedder) as memory:
+        try:
+            if all_:
+                out.print(f"deleted {memory.delete_all(user_id=user)} memories of {user}")
+            else:
+                memory.delete(str(memory_id), user_id=user)
+                out.print(f"deleted {memory_id}")
+        except MemlaneError as exc:
+            fail(str(exc))
+
+
+@app.command()
+def history(
+    memory_id: Annotated[str, typer.Argument(help="Memory id.")],
+    user: UserOpt,
+    db: DbOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Show every recorded change of a memory as JSON."""
+    with open_memory(db, embedder) as memory:
+        try:
+            dump([h.model_dump(mode="json") for h in memory.history(memory_id, user_id=user)])
+        except MemlaneError as exc:
+            fail(str(exc))
+
+
+@app.command()
+def export(
+    dest: Annotated[str, typer.Argument(help="Output JSONL file, or '-' for stdout.")],
+    user: Annotated[str | None, typer.Option("--user", "-u", help="Only this user.")] = None,
+    db: DbOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Export memories as JSONL."""
+    with open_memory(db, embedder) as memory:
+        try:
+            n = memory.export(sys.stdout if dest == "-" else Path(dest), user_id=user)
+        except (MemlaneError, OSError) as exc:
+            fail(str(exc))
+    err.print(f"exported {n} memories")
+
+
+@app.command(name="import")
+def import_(
+    source: Annotated[str, typer.Argument(help="JSONL file written by export, or '-' for stdin.")],
+    db: DbOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Import a JSONL export (all or nothing; existing ids are skipped)."""
+    with open_memory(db, embedder) as memory:
+        try:
+            n = memory.import_(sys.stdin if source == "-" else Path(source))
+        except (MemlaneError, OSError) as exc:
+            fail(str(exc))
+    out.print(f"imported {n} memories")
+
+
+@app.command()
+def stats(
+    user: Annotated[str | None, typer.Option("--user", "-u", help="Only this user.")] = None,
+    db: DbOpt = None,
+    embedder: EmbedderOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Counts, embedder and size of the store."""
+    with open_memory(db, embedder) as memory:
+        data = memory.stats(user_id=user).model_dump(mode="json")
+    if as_json:
+        dump(data)
+    else:
+        for key, value in data.items():
+            out.print(f"{key:>11}: {value}", highlight=False)
+
+
+@app.command()
+def reindex(db: DbOpt = None, embedder: EmbedderOpt = None) -> None:
+    """Re-embed every memory with the configured embedder."""
+    with open_memory(db, embedder) as memory:
+        total = memory.stats().memories
+        with progress() as bar:
+            task = bar.add_task("re-embedding", total=total)
+            n = memory.reindex(on_progress=lambda k: bar.advance(task, k))
+    out.print(f"re-embedded {n} memories with {memory.embedder.identity}")
+
+
+@app.command()
+def demo(
+    embedder: EmbedderOpt = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Show raw and weighted scores.")] = False,
+) -> None:
+    """Ingest a short multi-session conversation and show ranked, explained results."""
+    from memlane.cli.demo import DEMO_QUERIES, DEMO_SESSIONS
+
+    with open_memory(Path(":memory:"), embedder) as memory:
+        for n, (when, turns) in enumerate(DEMO_SESSIONS, start=1):
+            msgs = [
+                Message(role="user" if who != "assistant" else "assistant", name=who, content=t) for who, t in turns
+            ]
+            memory.add(msgs, user_id="maya", session_id=f"session-{n}", timestamp=when)
+        stats_ = memory.stats()
+        out.print(
+            f"[bold]memlane demo[/]: {stats_.memories} turns in {len(DEMO_SESSIONS)} sessions, embedder {stats_.embedder}\n"
+        )
+        for query in DEMO_QUERIES:
+            out.print(f"[bold cyan]? {query}[/]")
+            out.print(_hits_table(memory.search(query, user_id="maya", top_k=3), explain))
+
+
+@bench_app.command("locomo")
+def bench_locomo(
+    data: Annotated[
+        Path, typer.Option("--data", help="LoCoMo JSON file (e.g. ../shared/data/locomo/locomo_dev.json).")
+    ],
+    preset_names: Annotated[
+        list[str] | None, typer.Option("--preset", help="Preset(s) to measure; repeatable. Default: the default.")
+    ] = None,
+    split: Annotated[str, typer.Option("--split", help="Conversations: all, tune or holdout.")] = "all",
+    embedder: EmbedderOpt = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write all results to this JSON file.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N conversations (smoke runs).")] = None,
+) -> None:
+    """Turn-level LoCoMo retrieval: recall@k per category, ingest rate, search latency."""
+    from memlane.bench.locomo import render_report, run_locomo
+
+    try:
+        report = run_locomo(
+            data,
+            presets=preset_names or ["default"],
+            split=split,
+            embedder=embedder,
+            limit=limit,
+            progress=progress,
+        )
+    except MemlaneError as exc:
+        fail(str(exc))
+    out.print(render_report(report))
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(report.model_dump_json(indent=2), encoding="utf-8")
+        err.print(f"wrote {json_out}")
+
+
+def main() -> None:
+    """Entry point of the ``memlane`` script."""
+    app()

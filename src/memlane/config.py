@@ -1,0 +1,107 @@
+"""Frozen settings, the only place that reads the environment, and the named retrieval presets."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Final
+
+from memlane.errors import ConfigError
+from memlane.retrieval.fusion import BLEND, CONVEX, RRF, WEIGHTED, FusionSpec
+
+
+@dataclass(frozen=True)
+class RetrievalPreset:
+    """A named retrieval recipe: which dimensions, how fused, how many candidates each dimension gives."""
+
+    name: str
+    fusion: FusionSpec
+    candidates: int = 100
+    description: str = ""
+
+    @property
+    def dimensions(self) -> frozenset[str]:
+        dims = set(self.fusion.weights)
+        if self.fusion.tie_breaker:
+            dims.add(self.fusion.tie_breaker)
+        return frozenset(dims)
+
+
+PRESETS: Final[Mapping[str, RetrievalPreset]] = {
+    p.name: p
+    for p in (
+        RetrievalPreset("bm25", FusionSpec("weighted", {"lexical": 1.0}), description="BM25 full text only"),
+        RetrievalPreset("dense", FusionSpec("weighted", {"dense": 1.0}), description="embedding cosine only"),
+        RetrievalPreset("weighted", WEIGHTED, description="0.6 dense + 0.4 BM25 (min-max), recency breaks ties"),
+        RetrievalPreset("blend", BLEND, description="0.7 semantic + 0.2 importance + 0.1 recency"),
+        RetrievalPreset("rrf", RRF, description="reciprocal rank fusion of dense and BM25, k=60"),
+        RetrievalPreset("convex", CONVEX, description="convex combination, alpha 0.7 dense over min-max scores"),
+    )
+}
+
+# Chosen by `memlane bench locomo --split tune` (conversations 26, 30, 41); see docs/benchmarks.md.
+DEFAULT_PRESET: Final = "convex"
+
+
+def preset(name: str | None) -> RetrievalPreset:
+    """The preset called ``name`` (``None`` or ``"default"`` gives the default)."""
+    key = DEFAULT_PRESET if name in (None, "default") else name
+    try:
+        return PRESETS[str(key)]
+    except KeyError:
+        raise ConfigError(f"unknown retrieval preset {name!r}; choose one of {sorted(PRESETS)}") from None
+
+
+def default_data_dir() -> Path:
+    """``$MEMLANE_HOME``, else ``$XDG_DATA_HOME/memlane``, else ``~/.local/share/memlane``."""
+    home = os.environ.get("MEMLANE_HOME")
+    if home:
+        return Path(home).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
+    return base / "memlane"
+
+
+@dataclass(frozen=True)
+class Config:
+    """Settings of a ``Memory``. Build with ``Config.from_env()`` to honour ``MEMLANE_*`` variables."""
+
+    data_dir: Path = field(default_factory=default_data_dir)
+    embedder: str = "minilm"
+    preset: str = "default"
+    max_text_chars: int = 32_000
+    max_id_chars: int = 256
+    embed_batch: int = 64
+    recency_half_life_days: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.max_text_chars <= 0 or self.embed_batch <= 0 or self.recency_half_life_days <= 0:
+            raise ConfigError("max_text_chars, embed_batch and recency_half_life_days must be positive")
+        preset(self.preset)
+
+    @property
+    def default_store(self) -> Path:
+        return self.data_dir / "memlane.db"
+
+    @property
+    def model_cache(self) -> Path:
+        return self.data_dir / "models"
+
+    def with_(self, **changes: object) -> Config:
+        """A copy with some settings changed."""
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
+        """Settings from ``MEMLANE_HOME``, ``MEMLANE_EMBEDDER`` and ``MEMLANE_PRESET``."""
+        env = os.environ if environ is None else environ
+        kwargs: dict[str, object] = {}
+        if env.get("MEMLANE_HOME"):
+            kwargs["data_dir"] = Path(env["MEMLANE_HOME"]).expanduser()
+        if env.get("MEMLANE_EMBEDDER"):
+            kwargs["embedder"] = env["MEMLANE_EMBEDDER"]
+        if env.get("MEMLANE_PRESET"):
+            kwargs["preset"] = env["MEMLANE_PRESET"]
+        return cls(**kwargs)  # type: ignore[arg-type]

@@ -1,0 +1,84 @@
+"""Embedders (texts to unit vectors) and ``make_embedder``, which builds one from a short spec string.
+
+Importing this package is cheap: torch, OpenVINO, model2vec and httpx are imported only when a model is used.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from memlane.embedding.base import Embedder, Vectors
+from memlane.embedding.cache import CachedQueryEmbedder
+from memlane.embedding.fake import HashEmbedder
+from memlane.embedding.minilm import MiniLMEmbedder
+from memlane.embedding.openai import OpenAIEmbedder
+from memlane.embedding.static import StaticEmbedder
+from memlane.errors import ConfigError
+
+__all__ = [
+    "SPECS",
+    "CachedQueryEmbedder",
+    "Embedder",
+    "HashEmbedder",
+    "MiniLMEmbedder",
+    "OpenAIEmbedder",
+    "StaticEmbedder",
+    "Vectors",
+    "make_embedder",
+]
+
+DEFAULT_SPEC = "minilm"
+SPECS = {
+    "minilm": "bundled all-MiniLM-L6-v2, OpenVINO on a local ONNX export, torch fallback (default)",
+    "minilm-torch": "bundled all-MiniLM-L6-v2 run by torch only (same vectors, slower)",
+    "static[:PCA_DIMS]": "model2vec static model distilled once from the bundled MiniLM (384-d unless PCA_DIMS)",
+    "hash[:DIM]": "HashEmbedder, a bag-of-words test double (64-d unless DIM); not for quality",
+    "openai:MODEL@URL": "an OpenAI-compatible /v1/embeddings endpoint, e.g. openai:nomic-embed-text@http://localhost:11434/v1"
+    " (API key from MEMLANE_OPENAI_API_KEY or OPENAI_API_KEY)",
+}
+QUERY_CACHE_SIZE = 1024
+
+
+def _valid() -> str:
+    return "; ".join(f"{spec!r}: {what}" for spec, what in SPECS.items())
+
+
+def _int_arg(spec: str, arg: str) -> int:
+    try:
+        return int(arg)
+    except ValueError:
+        raise ConfigError(f"bad embedder spec {spec!r}: {arg!r} is not an integer. Valid specs: {_valid()}") from None
+
+
+def make_embedder(spec: str | Embedder | None, *, cache_dir: Path | None = None) -> Embedder:
+    """Build the embedder named by ``spec`` (see ``SPECS``); an ``Embedder`` is returned as is, ``None`` means minilm.
+
+    ``cache_dir`` holds derived model files (the ONNX export, the distilled static model); ``None`` means
+    ``$XDG_CACHE_HOME/memlane/models``. Model-backed embedders come wrapped in a ``CachedQueryEmbedder``, so
+    repeated queries are not re-embedded. Nothing is loaded or sent over the network here.
+
+    >>> make_embedder("hash:32").identity
+    'hash-test-32'
+    """
+    if spec is not None and not isinstance(spec, str):
+        if isinstance(spec, Embedder):
+            return spec
+        raise ConfigError(f"embedder must be a spec string or an Embedder, got {type(spec).__name__}")
+    text = (spec or DEFAULT_SPEC).strip()
+    name, _, arg = text.partition(":")
+    name = name.lower()
+    if name == "openai":
+        model, sep, url = arg.partition("@")
+        if not sep or not model.strip() or not url.strip().lower().startswith(("http://", "https://")):
+            raise ConfigError(f"bad embedder spec {text!r}: expected openai:MODEL@http(s)://HOST[:PORT]/v1")
+        key = os.environ.get("MEMLANE_OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY") or None
+        return CachedQueryEmbedder(OpenAIEmbedder(url.strip(), model.strip(), api_key=key), QUERY_CACHE_SIZE)
+    if name in ("minilm", "minilm-torch") and not arg:
+        backend = "torch" if name == "minilm-torch" else "auto"
+        return CachedQueryEmbedder(MiniLMEmbedder(cache_dir, backend=backend), QUERY_CACHE_SIZE)
+    if name == "static":
+        return StaticEmbedder(cache_dir, pca_dims=_int_arg(text, arg) if arg else None)
+    if name == "hash":
+        return HashEmbedder(_int_arg(text, arg) if arg else 64)
+    raise ConfigError(f"unknown embedder {text!r}. Valid specs: {_valid()}")

@@ -1,0 +1,66 @@
+"""The one exception tree of memlane: every failure a caller can see is a ``MemlaneError``."""
+
+from __future__ import annotations
+
+
+class MemlaneError(Exception):
+    """Base class of every error memlane raises on purpose."""
+
+
+class ValidationError(MemlaneError, ValueError):
+    """Input rejected before anything was written (empty text, bad UTF-8, missing scope, ...)."""
+
+
+class MissingScopeError(ValidationError):
+    """A call that must be scoped to a user was made without ``user_id``."""
+
+
+class UnknownFilterError(ValidationError):
+    """A search or list filter names a field memlane does not know."""
+
+
+class NotFoundError(MemlaneError, KeyError):
+    """No memory with that id exists in the given scope."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable.
+        return str(self.args[0]) if self.args else "not found"
+
+
+class StoreError(MemlaneError):
+    """The storage backend failed; the driver's error is chained as ``__cause__``."""
+
+
+class CorruptStoreError(StoreError):
+    """The database file is damaged, or is not a memlane database."""
+
+
+class SchemaError(StoreError):
+    """The database was written by a newer or unknown memlane schema."""
+
+
+class EmbedderMismatchError(MemlaneError):
+    """The store was indexed with another embedding model than the one configured.
+
+    Run ``memlane reindex`` to re-embed every memory with the configured model.
+    """
+
+
+class EmbeddingError(MemlaneError):
+    """The embedding model could not be loaded or failed to encode."""
+
+
+class ConfigError(MemlaneError):
+    """The configuration is invalid or names something unavailable."""
+
+
+class MissingDependencyError(ConfigError, ImportError):
+    """An optional feature was used without its extra installed."""
+
+    def __init__(self, feature: str, extra: str) -> None:
+        super().__init__(f"{feature} needs an optional dependency: pip install 'memlane[{extra}]'")
+        self.feature = feature
+        self.extra = extra
+
+
+class ImportFormatError(ValidationError):
+    """A JSONL export file is malformed; the line number is in the message."""

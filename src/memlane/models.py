@@ -1,0 +1,199 @@
+"""Typed records that cross every boundary: messages in, memories stored, hits out."""
+
+from __future__ import annotations
+
+import enum
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Metadata = dict[str, Any]
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware in UTC, at microsecond precision."""
+    return datetime.now(UTC)
+
+
+def as_utc(value: datetime) -> datetime:
+    """Make a datetime timezone-aware UTC; a naive value is taken to be UTC already."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def parse_time(value: datetime | str | int | float) -> datetime:
+    """Parse an ISO 8601 string, a datetime or epoch seconds into an aware UTC datetime."""
+    if isinstance(value, datetime):
+        return as_utc(value)
+    if isinstance(value, bool):
+        raise ValueError(f"not a timestamp: {value!r}")
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(float(value), UTC)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            return as_utc(datetime.fromisoformat(text))
+        except ValueError:
+            raise ValueError(f"not an ISO 8601 timestamp: {value!r}") from None
+    raise ValueError(f"not a timestamp: {value!r}")
+
+
+Timestamp = Annotated[datetime, Field(description="aware UTC datetime; ISO 8601 strings are accepted")]
+
+
+class MemoryKind(enum.StrEnum):
+    """What a memory is: a stored turn, or a typed memory distilled from turns."""
+
+    MESSAGE = "message"
+    PREFERENCE = "preference"
+    FACT = "fact"
+    PLAN = "plan"
+    EVENT = "event"
+    ENTITY = "entity"
+    RELATION = "relation"
+
+
+class Message(BaseModel):
+    """One conversation turn or observation, in the chat convention (role, content, name)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: str = "user"
+    content: str
+    name: str | None = Field(default=None, description="the speaker, when known")
+    timestamp: datetime | None = None
+    metadata: Metadata = Field(default_factory=dict)
+
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _parse_timestamp(cls, value: Any) -> datetime | None:
+        return None if value is None else parse_time(value)
+
+
+class SourceRef(BaseModel):
+    """A message a memory was distilled from, with that message's own metadata."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory_id: str
+    role: str | None = None
+    name: str | None = None
+    timestamp: datetime | None = None
+    metadata: Metadata = Field(default_factory=dict)
+
+
+class MemoryItem(BaseModel):
+    """A stored memory: a lossless turn (``kind=message``) or a typed memory with its sources."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    user_id: str
+    agent_id: str | None = None
+    session_id: str | None = None
+    kind: MemoryKind = MemoryKind.MESSAGE
+    role: str | None = None
+    speaker: str | None = None
+    text: str
+    timestamp: datetime = Field(description="when the turn was said or the observation made")
+    created_at: datetime
+    updated_at: datetime
+    event_time: datetime | None = Field(default=None, description="when the thing described happened")
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    access_count: int = Field(default=0, ge=0)
+    last_accessed: datetime | None = None
+    content_hash: str
+    sources: list[SourceRef] = Field(default_factory=list)
+    metadata: Metadata = Field(default_factory=dict)
+
+
+class ScoreBreakdown(BaseModel):
+    """One dimension's part in a hit's score: raw signal, normalised value, weight, contribution."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    raw: float
+    normalized: float
+    weight: float
+    contribution: float
+    rank: int | None = Field(default=None, description="1-based rank within this dimension's candidates")
+
+
+class Hit(BaseModel):
+    """A search result: the memory, its fused score and why it was chosen."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory: MemoryItem
+    score: float
+    breakdown: dict[str, ScoreBreakdown] = Field(default_factory=dict)
+
+
+class HistoryEvent(enum.StrEnum):
+    """What happened to a memory."""
+
+    ADD = "ADD"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    IMPORT = "IMPORT"
+    REINDEX = "REINDEX"
+
+
+class HistoryEntry(BaseModel):
+    """One recorded change of a memory; text snapshots are erased when the memory is deleted."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory_id: str
+    event: HistoryEvent
+    at: datetime
+    old_text: str | None = None
+    new_text: str | None = None
+    changes: Metadata = Field(default_factory=dict)
+
+
+class Filters(BaseModel):
+    """Search and list filters; unknown keys are rejected by name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str | list[str] | None = None
+    agent_id: str | list[str] | None = None
+    kind: MemoryKind | list[MemoryKind] | None = None
+    role: str | list[str] | None = None
+    speaker: str | list[str] | None = None
+    since: datetime | None = Field(default=None, description="timestamp >= since")
+    until: datetime | None = Field(default=None, description="timestamp < until")
+    metadata: Metadata = Field(default_factory=dict, description="exact matches on metadata keys")
+
+    @field_validator("since", "until", mode="before")
+    @classmethod
+    def _parse_bounds(cls, value: Any) -> datetime | None:
+        return None if value is None else parse_time(value)
+
+
+class AddResult(BaseModel):
+    """What ``Memory.add`` stored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[MemoryItem]
+
+
+class Stats(BaseModel):
+    """Counts and sizes of a store, optionally for one user."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memories: int
+    users: int
+    by_kind: dict[str, int]
+    embedder: str | None
+    dim: int | None
+    path: str
+    size_bytes: int

@@ -1,0 +1,1 @@
+"""Read path: query terms, per-dimension candidates, fusion into explained hits."""

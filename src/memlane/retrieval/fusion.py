@@ -1,0 +1,139 @@
+"""Score fusion as pure functions: per-dimension raw scores in, ranked items with breakdowns out."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Generic, Literal, TypeVar
+
+from memlane.models import ScoreBreakdown
+
+K = TypeVar("K", bound=Hashable)
+Signals = Mapping[str, Mapping[K, float]]
+Normalizer = Literal["minmax", "identity", "max"]
+
+
+@dataclass(frozen=True)
+class Fused(Generic[K]):
+    """One fused item: its key, final score and each dimension's part."""
+
+    key: K
+    score: float
+    breakdown: dict[str, ScoreBreakdown] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FusionSpec:
+    """How to combine dimensions: a weighted sum of normalised scores, or reciprocal rank fusion."""
+
+    method: Literal["weighted", "rrf"]
+    weights: Mapping[str, float]
+    normalizers: Mapping[str, Normalizer] = field(default_factory=dict)
+    rrf_k: int = 60
+    tie_breaker: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.method not in ("weighted", "rrf"):
+            raise ValueError(f"unknown fusion method {self.method!r}")
+        if any(not math.isfinite(w) or w < 0 for w in self.weights.values()):
+            raise ValueError("fusion weights must be finite and non-negative")
+        if self.rrf_k <= 0:
+            raise ValueError("rrf_k must be positive")
+
+
+def minmax(scores: Mapping[K, float]) -> dict[K, float]:
+    """Scale scores to [0, 1] by the min and max; all-equal scores map to 1.0 (they tie at the top)."""
+    if not scores:
+        return {}
+    lo, hi = min(scores.values()), max(scores.values())
+    if hi - lo <= 1e-12:
+        return dict.fromkeys(scores, 1.0)
+    span = hi - lo
+    return {k: (v - lo) / span for k, v in scores.items()}
+
+
+def max_scale(scores: Mapping[K, float]) -> dict[K, float]:
+    """Divide by the maximum (for non-negative scores such as BM25): keeps a weak best match weak relative to 0."""
+    if not scores:
+        return {}
+    hi = max(scores.values())
+    if hi <= 1e-12:
+        return dict.fromkeys(scores, 0.0)
+    return {k: max(v, 0.0) / hi for k, v in scores.items()}
+
+
+def normalize(scores: Mapping[K, float], how: Normalizer) -> dict[K, float]:
+    """Apply a named normaliser."""
+    if how == "minmax":
+        return minmax(scores)
+    if how == "max":
+        return max_scale(scores)
+    return dict(scores)
+
+
+def ranks(scores: Mapping[K, float]) -> dict[K, int]:
+    """1-based ranks by descending score; ties are ordered by the key's string form for determinism."""
+    ordered = sorted(scores.items(), key=lambda kv: (-kv[1], str(kv[0])))
+    return {k: i + 1 for i, (k, _) in enumerate(ordered)}
+
+
+def _order(fused: list[Fused[K]], signals: Signals[K], tie_breaker: str | None) -> list[Fused[K]]:
+    tie = signals.get(tie_breaker, {}) if tie_breaker else {}
+    return sorted(fused, key=lambda f: (-f.score, -tie.get(f.key, 0.0), str(f.key)))
+
+
+def weighted_sum(signals: Signals[K], spec: FusionSpec) -> list[Fused[K]]:
+    """Sum of weight x normalised score over dimensions; an item absent from a dimension scores 0 there."""
+    keys: dict[K, None] = {}
+    for dim in spec.weights:
+        keys.update(dict.fromkeys(signals.get(dim, {})))
+    normed = {dim: normalize(signals.get(dim, {}), spec.normalizers.get(dim, "minmax")) for dim in spec.weights}
+    rank_of = {dim: ranks(signals.get(dim, {})) for dim in spec.weights}
+    out: list[Fused[K]] = []
+    for key in keys:
+        parts: dict[str, ScoreBreakdown] = {}
+        total = 0.0
+        for dim, weight in spec.weights.items():
+            raw = signals.get(dim, {}).get(key)
+            if raw is None:
+                continue
+            norm = normed[dim][key]
+            contribution = weight * norm
+            total += contribution
+            parts[dim] = ScoreBreakdown(
+                raw=raw, normalized=norm, weight=weight, contribution=contribution, rank=rank_of[dim][key]
+            )
+        out.append(Fused(key, total, parts))
+    return _order(out, signals, spec.tie_breaker)
+
+
+def reciprocal_rank_fusion(signals: Signals[K], spec: FusionSpec) -> list[Fused[K]]:
+    """Sum over dimensions of weight / (k + rank); the raw scores only set the ranks."""
+    out: dict[K, dict[str, ScoreBreakdown]] = {}
+    for dim, weight in spec.weights.items():
+        for key, rank in ranks(signals.get(dim, {})).items():
+            value = 1.0 / (spec.rrf_k + rank)
+            out.setdefault(key, {})[dim] = ScoreBreakdown(
+                raw=signals[dim][key], normalized=value, weight=weight, contribution=weight * value, rank=rank
+            )
+    fused = [Fused(key, sum(p.contribution for p in parts.values()), parts) for key, parts in out.items()]
+    return _order(fused, signals, spec.tie_breaker)
+
+
+def fuse(signals: Signals[K], spec: FusionSpec) -> list[Fused[K]]:
+    """Fuse per-dimension scores with ``spec``; best first."""
+    if spec.method == "rrf":
+        return reciprocal_rank_fusion(signals, spec)
+    return weighted_sum(signals, spec)
+
+
+# The fusion methods of the designs memlane draws on, as named specs.
+WEIGHTED = FusionSpec("weighted", {"dense": 0.6, "lexical": 0.4}, tie_breaker="recency")
+BLEND = FusionSpec(
+    "weighted",
+    {"dense": 0.7, "importance": 0.2, "recency": 0.1},
+    normalizers={"importance": "identity", "recency": "identity"},
+)
+RRF = FusionSpec("rrf", {"dense": 1.0, "lexical": 1.0}, rrf_k=60, tie_breaker="recency")
+CONVEX = FusionSpec("weighted", {"dense": 0.7, "lexical": 0.3}, tie_breaker="recency")

@@ -1,0 +1,1 @@
+"""Input validation and, later, injection detection and audit."""

@@ -1,0 +1,161 @@
+"""Store protocols (records, text index, vector index, history) and the URL-based opener."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from memlane.embedding.base import Vectors
+from memlane.errors import ConfigError
+from memlane.models import Filters, HistoryEntry, HistoryEvent, MemoryItem
+
+ScoredIds = list[tuple[str, float]]
+
+
+@runtime_checkable
+class RecordStore(Protocol):
+    """Memory rows, scoped by user. Every write is one transaction with its index entries and history."""
+
+    def insert(
+        self,
+        items: Sequence[MemoryItem],
+        index_texts: Sequence[str],
+        vectors: Vectors,
+        event: HistoryEvent = HistoryEvent.ADD,
+    ) -> None:
+        """Store items with their text-index bodies and vectors, all or nothing."""
+        ...
+
+    def get(self, user_id: str, memory_id: str) -> MemoryItem:
+        """One memory of this user; ``NotFoundError`` when absent (or another user's)."""
+        ...
+
+    def get_many(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, MemoryItem]:
+        """The memories of this user among ``memory_ids`` (absent ones are left out)."""
+        ...
+
+    def list(self, user_id: str, filters: Filters, limit: int, offset: int) -> list[MemoryItem]:
+        """Memories of this user matching ``filters``, oldest first."""
+        ...
+
+    def count(self, user_id: str | None = None) -> int:
+        """How many memories, for one user or in all."""
+        ...
+
+    def replace(self, item: MemoryItem, index_text: str | None, vector: Vectors | None, entry: HistoryEntry) -> None:
+        """Overwrite a memory (same id and user); a new ``index_text``/``vector`` re-indexes it."""
+        ...
+
+    def delete(self, user_id: str, memory_id: str, at: datetime) -> None:
+        """Remove a memory from rows, text index and vectors; erase text from its history."""
+        ...
+
+    def delete_user(self, user_id: str) -> int:
+        """Remove everything of one user, history included; returns the number of memories removed."""
+        ...
+
+    def iter_items(self, user_id: str | None = None) -> Iterator[MemoryItem]:
+        """Every memory (of one user, or of all), in insertion order."""
+        ...
+
+    def attributes(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, tuple[datetime, float]]:
+        """(timestamp, importance) of the given memories, without loading them whole."""
+        ...
+
+    def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None:
+        """Increment access counts and set last access time."""
+        ...
+
+
+@runtime_checkable
+class TextIndex(Protocol):
+    """Full-text (BM25) search over the memories' index bodies."""
+
+    def text_search(self, user_id: str, terms: Sequence[str], limit: int | None, filters: Filters) -> ScoredIds:
+        """Memories matching any of ``terms`` with their BM25 score (higher is better): the best ``limit``,
+        or every match when ``limit`` is None.
+        """
+        ...
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """Dense vectors of memories, and the identity of the model that made them."""
+
+    def vector_search(self, user_id: str, query: Vectors, limit: int, filters: Filters) -> ScoredIds:
+        """Top ``limit`` memories by cosine similarity to ``query``."""
+        ...
+
+    def vector_scores(self, user_id: str, query: Vectors, memory_ids: Sequence[str]) -> dict[str, float]:
+        """Cosine similarity of ``query`` to each given memory."""
+        ...
+
+    def cached_vectors(self, embed_hashes: Sequence[str]) -> dict[str, Vectors]:
+        """Vectors already stored for texts with these hashes (the embedding cache)."""
+        ...
+
+    def embedder_identity(self) -> tuple[str, int] | None:
+        """The (identity, dim) the vectors were made with, or None for an empty store."""
+        ...
+
+    def set_embedder_identity(self, identity: str, dim: int) -> None:
+        """Record the model identity (only for a store without vectors, or by reindex)."""
+        ...
+
+    def reindex_batches(self, batch_size: int) -> Iterator[list[tuple[int, MemoryItem]]]:
+        """Batches of (row key, memory) over every memory, for re-embedding."""
+        ...
+
+    def write_vectors(self, rows: Sequence[tuple[int, Vectors]]) -> None:
+        """Replace the vectors of the given row keys (used by reindex)."""
+        ...
+
+
+@runtime_checkable
+class HistoryLog(Protocol):
+    """Every recorded change of a memory."""
+
+    def history(self, user_id: str, memory_id: str) -> list[HistoryEntry]:
+        """The changes of one memory, oldest first."""
+        ...
+
+
+@runtime_checkable
+class Store(RecordStore, TextIndex, VectorIndex, HistoryLog, Protocol):
+    """Everything the engine needs from a backend."""
+
+    @property
+    def location(self) -> str: ...
+
+    def size_bytes(self) -> int:
+        """Bytes the store takes on disk (0 in memory)."""
+        ...
+
+    def user_count(self) -> int:
+        """How many distinct users hold memories."""
+        ...
+
+    def count_by_kind(self, user_id: str | None = None) -> dict[str, int]:
+        """Memory counts per kind."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def open_store(target: str | Path) -> Store:
+    """Open a store from ``":memory:"``, a file path or a ``sqlite:///path`` URL."""
+    from memlane.store.sqlite import SQLiteStore
+
+    text = str(target)
+    if text == ":memory:":
+        return SQLiteStore(":memory:")
+    if "://" in text:
+        scheme, _, rest = text.partition("://")
+        if scheme == "sqlite":
+            return SQLiteStore(rest or ":memory:")
+        raise ConfigError(
+            f"unsupported store URL scheme {scheme!r}; supported: sqlite:///path, a file path, ':memory:'"
+        )
+    return SQLiteStore(Path(text))

@@ -1,0 +1,144 @@
+"""Conversion between memory records and SQLite rows, and filters rendered as SQL."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from memlane.errors import ValidationError
+from memlane.models import Filters, MemoryItem, MemoryKind, SourceRef
+
+COLUMNS: Final = (
+    "id, user_id, agent_id, session_id, kind, role, speaker, text, ts, created_at, updated_at, event_time, "
+    "importance, confidence, access_count, last_accessed, content_hash, sources, metadata"
+)
+SELECT_ITEM: Final = f"SELECT {COLUMNS} FROM memories m"
+
+
+def to_micros(value: datetime) -> int:
+    """An aware datetime as integer microseconds since the epoch (exact round trip)."""
+    delta = value.astimezone(UTC) - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_micros(value: int) -> datetime:
+    """Inverse of :func:`to_micros`."""
+    from datetime import timedelta
+
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=value)
+
+
+def _opt_micros(value: datetime | None) -> int | None:
+    return None if value is None else to_micros(value)
+
+
+def _opt_time(value: int | None) -> datetime | None:
+    return None if value is None else from_micros(value)
+
+
+def item_params(item: MemoryItem, embed_hash: str) -> tuple[Any, ...]:
+    """The row values of an item, in ``COLUMNS`` order followed by ``embed_hash``."""
+    return (
+        item.id,
+        item.user_id,
+        item.agent_id,
+        item.session_id,
+        item.kind.value,
+        item.role,
+        item.speaker,
+        item.text,
+        to_micros(item.timestamp),
+        to_micros(item.created_at),
+        to_micros(item.updated_at),
+        _opt_micros(item.event_time),
+        item.importance,
+        item.confidence,
+        item.access_count,
+        _opt_micros(item.last_accessed),
+        item.content_hash,
+        json.dumps([s.model_dump(mode="json") for s in item.sources], ensure_ascii=False),
+        json.dumps(item.metadata, ensure_ascii=False),
+        embed_hash,
+    )
+
+
+def row_to_item(row: tuple[Any, ...]) -> MemoryItem:
+    """Build a ``MemoryItem`` from a row selected with ``SELECT_ITEM``."""
+    sources = [SourceRef.model_validate(s) for s in json.loads(row[17])]
+    return MemoryItem.model_construct(
+        id=row[0],
+        user_id=row[1],
+        agent_id=row[2],
+        session_id=row[3],
+        kind=MemoryKind(row[4]),
+        role=row[5],
+        speaker=row[6],
+        text=row[7],
+        timestamp=from_micros(row[8]),
+        created_at=from_micros(row[9]),
+        updated_at=from_micros(row[10]),
+        event_time=_opt_time(row[11]),
+        importance=row[12],
+        confidence=row[13],
+        access_count=row[14],
+        last_accessed=_opt_time(row[15]),
+        content_hash=row[16],
+        sources=sources,
+        metadata=json.loads(row[18]),
+    )
+
+
+def _in_clause(column: str, value: str | list[str]) -> tuple[str, list[Any]]:
+    values = [value] if isinstance(value, str) else list(value)
+    if not values:
+        return "0", []
+    return f"{column} IN ({', '.join('?' * len(values))})", [str(v) for v in values]
+
+
+def _json_path(key: str) -> str:
+    if not key:
+        raise ValidationError("metadata filter keys must be non-empty")
+    return '$."' + key.replace('"', '""') + '"'
+
+
+def filter_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
+    """Render filters as a SQL condition (``"1"`` when empty) with its parameters."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for field, column in (
+        ("session_id", "session_id"),
+        ("agent_id", "agent_id"),
+        ("kind", "kind"),
+        ("role", "role"),
+        ("speaker", "speaker"),
+    ):
+        value = getattr(filters, field)
+        if value is None:
+            continue
+        value = [getattr(v, "value", v) for v in value] if isinstance(value, list) else getattr(value, "value", value)
+        clause, values = _in_clause(f"{alias}.{column}", value)
+        parts.append(clause)
+        params.extend(values)
+    if filters.since is not None:
+        parts.append(f"{alias}.ts >= ?")
+        params.append(to_micros(filters.since))
+    if filters.until is not None:
+        parts.append(f"{alias}.ts < ?")
+        params.append(to_micros(filters.until))
+    for key, value in filters.metadata.items():
+        path = _json_path(key)
+        if value is None:
+            parts.append(f"json_extract({alias}.metadata, ?) IS NULL")
+            params.append(path)
+        elif isinstance(value, bool | int | float | str):
+            parts.append(f"json_extract({alias}.metadata, ?) = ?")
+            params.extend([path, int(value) if isinstance(value, bool) else value])
+        else:
+            raise ValidationError(f"metadata filter {key!r} must be a string, number, boolean or null")
+    return (" AND ".join(parts) or "1"), params
+
+
+def is_empty(filters: Filters) -> bool:
+    """True when the filters select everything."""
+    return filter_sql(filters)[0] == "1"

@@ -1,0 +1,72 @@
+"""Named, ordered schema migrations of the SQLite store, recorded in a table as they are applied."""
+
+from __future__ import annotations
+
+from typing import Final
+
+# 'MLNE': marks a file as a memlane database (PRAGMA application_id).
+APPLICATION_ID: Final = 0x4D4C4E45
+
+FTS_TOKENIZE: Final = "porter unicode61 remove_diacritics 2"
+
+MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
+    (
+        "0001_initial",
+        f"""
+        CREATE TABLE meta (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
+        CREATE TABLE memories (
+            pk            INTEGER PRIMARY KEY,
+            id            TEXT NOT NULL UNIQUE,
+            user_id       TEXT NOT NULL,
+            agent_id      TEXT,
+            session_id    TEXT,
+            kind          TEXT NOT NULL,
+            role          TEXT,
+            speaker       TEXT,
+            text          TEXT NOT NULL,
+            ts            INTEGER NOT NULL,
+            created_at    INTEGER NOT NULL,
+            updated_at    INTEGER NOT NULL,
+            event_time    INTEGER,
+            importance    REAL NOT NULL,
+            confidence    REAL NOT NULL,
+            access_count  INTEGER NOT NULL DEFAULT 0,
+            last_accessed INTEGER,
+            content_hash  TEXT NOT NULL,
+            embed_hash    TEXT NOT NULL,
+            sources       TEXT NOT NULL DEFAULT '[]',
+            metadata      TEXT NOT NULL DEFAULT '{{}}'
+        );
+        CREATE INDEX memories_user_ts ON memories(user_id, ts);
+        CREATE INDEX memories_user_session ON memories(user_id, session_id);
+        CREATE INDEX memories_user_kind ON memories(user_id, kind);
+        CREATE INDEX memories_user_hash ON memories(user_id, content_hash);
+        CREATE INDEX memories_embed_hash ON memories(embed_hash);
+        CREATE TABLE vectors (
+            pk      INTEGER PRIMARY KEY REFERENCES memories(pk) ON DELETE CASCADE,
+            user_id TEXT NOT NULL,
+            vec     BLOB NOT NULL
+        );
+        CREATE INDEX vectors_user ON vectors(user_id);
+        CREATE TABLE scope_versions (
+            user_id TEXT PRIMARY KEY,
+            version INTEGER NOT NULL
+        );
+        CREATE VIRTUAL TABLE memories_fts USING fts5(body, scope, tokenize = '{FTS_TOKENIZE}');
+        CREATE TABLE history (
+            seq       INTEGER PRIMARY KEY,
+            memory_id TEXT NOT NULL,
+            user_id   TEXT NOT NULL,
+            event     TEXT NOT NULL,
+            at        INTEGER NOT NULL,
+            old_text  TEXT,
+            new_text  TEXT,
+            changes   TEXT NOT NULL DEFAULT '{{}}'
+        );
+        CREATE INDEX history_memory ON history(user_id, memory_id, seq);
+        """,
+    ),
+)

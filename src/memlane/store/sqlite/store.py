@@ -1,0 +1,563 @@
+"""``SQLiteStore``: memory rows, FTS5 text index, vectors and history in one SQLite file."""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import hashlib
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memlane.embedding.base import Vectors
+from memlane.errors import CorruptStoreError, NotFoundError, SchemaError, StoreError
+from memlane.models import Filters, HistoryEntry, HistoryEvent, MemoryItem
+from memlane.store.sqlite.rows import (
+    COLUMNS,
+    SELECT_ITEM,
+    filter_sql,
+    from_micros,
+    is_empty,
+    item_params,
+    row_to_item,
+    to_micros,
+)
+from memlane.store.sqlite.schema import APPLICATION_ID, MIGRATIONS
+from memlane.store.sqlite.vectors import MatrixCache, UserMatrix, top_k
+
+log = logging.getLogger(__name__)
+
+_INSERT = (
+    "INSERT INTO memories (id, user_id, agent_id, session_id, kind, role, speaker, text, ts, created_at, "
+    "updated_at, event_time, importance, confidence, access_count, last_accessed, content_hash, sources, "
+    "metadata, embed_hash) VALUES (" + ", ".join("?" * 20) + ")"
+)
+
+
+def scope_token(user_id: str) -> str:
+    """The FTS token that confines a text search to one user's memories."""
+    return "u" + hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:24]
+
+
+def fts_match(user_id: str, terms: Sequence[str]) -> str:
+    """An FTS5 MATCH expression: any of ``terms`` in the body, within the user's scope."""
+    quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return f"scope : {scope_token(user_id)} AND body : ({quoted})"
+
+
+def embed_hash(index_text: str) -> str:
+    """Key of the embedding cache: SHA-256 of the exact text that was embedded."""
+    return hashlib.sha256(index_text.encode("utf-8")).hexdigest()
+
+
+class SQLiteStore:
+    """The default store. Thread-safe: one connection guarded by a lock; WAL lets other processes read."""
+
+    def __init__(self, path: Path | str) -> None:
+        self._path = str(path)
+        self._lock = threading.RLock()
+        self._vectors = MatrixCache()
+        if self._path != ":memory:":
+            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open {self._path}: {exc}") from exc
+        try:
+            self._configure()
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise CorruptStoreError(f"{self._path} is not a readable memlane database: {exc}") from exc
+        except Exception:
+            self._conn.close()
+            raise
+
+    # -- setup -------------------------------------------------------------------------------------
+    @property
+    def location(self) -> str:
+        return self._path
+
+    def _configure(self) -> None:
+        c = self._conn
+        c.execute("PRAGMA foreign_keys = ON")
+        c.execute("PRAGMA busy_timeout = 10000")
+        if self._path != ":memory:":
+            c.execute("PRAGMA journal_mode = WAL")
+            c.execute("PRAGMA synchronous = NORMAL")
+
+    def _migrate(self) -> None:
+        c = self._conn
+        app_id = c.execute("PRAGMA application_id").fetchone()[0]
+        tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if app_id != APPLICATION_ID and tables:
+            raise CorruptStoreError(f"{self._path} is an SQLite database of another application, not memlane")
+        with self.atomic():
+            c.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+            applied = {r[0] for r in c.execute("SELECT name FROM migrations")}
+            known = {name for name, _ in MIGRATIONS}
+            unknown = applied - known
+            if unknown:
+                raise SchemaError(f"{self._path} has migrations this memlane does not know: {sorted(unknown)}")
+            for name, sql in MIGRATIONS:
+                if name in applied:
+                    continue
+                log.info("applying migration %s to %s", name, self._path)
+                for statement in _split_sql(sql):
+                    c.execute(statement)
+                c.execute("INSERT INTO migrations VALUES (?, datetime('now'))", (name,))
+            c.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[sqlite3.Connection]:
+        """A transaction (a savepoint when nested): all of it commits, or none of it."""
+        with self._lock:
+            c = self._conn
+            nested = c.in_transaction
+            name = f"sp{threading.get_ident()}"
+            c.execute(f"SAVEPOINT {name}" if nested else "BEGIN IMMEDIATE")
+            try:
+                yield c
+            except BaseException:
+                c.execute(f"ROLLBACK TO {name}" if nested else "ROLLBACK")
+                if nested:
+                    c.execute(f"RELEASE {name}")
+                raise
+            else:
+                c.execute(f"RELEASE {name}" if nested else "COMMIT")
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise _translate(exc, self._path) from exc
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+            self._vectors.drop()
+
+    # -- scope versions ----------------------------------------------------------------------------
+    def _version(self, user_id: str) -> int:
+        rows = self._read("SELECT version FROM scope_versions WHERE user_id = ?", (user_id,))
+        return int(rows[0][0]) if rows else 0
+
+    def _bump(self, c: sqlite3.Connection, user_id: str) -> tuple[int, int]:
+        row = c.execute("SELECT version FROM scope_versions WHERE user_id = ?", (user_id,)).fetchone()
+        old = int(row[0]) if row else 0
+        c.execute(
+            "INSERT INTO scope_versions VALUES (?, ?) ON CONFLICT(user_id) DO UPDATE SET version = excluded.version",
+            (user_id, old + 1),
+        )
+        return old, old + 1
+
+    # -- records -----------------------------------------------------------------------------------
+    def insert(
+        self,
+        items: Sequence[MemoryItem],
+        index_texts: Sequence[str],
+        vectors: Vectors,
+        event: HistoryEvent = HistoryEvent.ADD,
+    ) -> None:
+        if not (len(items) == len(index_texts) == len(vectors)):
+            raise StoreError("insert needs one index text and one vector per item")
+        if not items:
+            return
+        by_user: dict[str, list[int]] = {}
+        for i, item in enumerate(items):
+            by_user.setdefault(item.user_id, []).append(i)
+        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+        pks: list[int] = []
+        versions: dict[str, tuple[int, int]] = {}
+        try:
+            with self.atomic() as c:
+                for item, body, vec in zip(items, index_texts, vecs, strict=True):
+                    cur = c.execute(_INSERT, item_params(item, embed_hash(body)))
+                    pk = int(cur.lastrowid or 0)
+                    pks.append(pk)
+                    c.execute(
+                        "INSERT INTO vectors (pk, user_id, vec) VALUES (?, ?, ?)",
+                        (pk, item.user_id, vec.tobytes()),
+                    )
+                    c.execute(
+                        "INSERT INTO memories_fts (rowid, body, scope) VALUES (?, ?, ?)",
+                        (pk, body, scope_token(item.user_id)),
+                    )
+                    self._log(c, item.user_id, item.id, event, item.created_at, None, item.text, {})
+                for user_id in by_user:
+                    versions[user_id] = self._bump(c, user_id)
+        except sqlite3.IntegrityError as exc:
+            raise StoreError(f"insert rejected by the database: {exc}") from exc
+        except sqlite3.DatabaseError as exc:
+            raise _translate(exc, self._path) from exc
+        for user_id, idx in by_user.items():
+            old, new = versions[user_id]
+            self._vectors.advance(user_id, old, new, add=([pks[i] for i in idx], [items[i].id for i in idx], vecs[idx]))
+
+    def get(self, user_id: str, memory_id: str) -> MemoryItem:
+        rows = self._read(f"{SELECT_ITEM} WHERE +m.user_id = ? AND m.id = ?", (user_id, memory_id))
+        if not rows:
+            raise NotFoundError(f"no memory {memory_id!r} for user {user_id!r}")
+        return row_to_item(rows[0])
+
+    def get_many(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, MemoryItem]:
+        out: dict[str, MemoryItem] = {}
+        ids = list(dict.fromkeys(memory_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for row in self._read(f"{SELECT_ITEM} WHERE +m.user_id = ? AND m.id IN ({marks})", (user_id, *chunk)):
+                item = row_to_item(row)
+                out[item.id] = item
+        return out
+
+    def list(self, user_id: str, filters: Filters, limit: int, offset: int) -> list[MemoryItem]:
+        where, params = filter_sql(filters)
+        rows = self._read(
+            f"{SELECT_ITEM} WHERE m.user_id = ? AND {where} ORDER BY m.ts, m.pk LIMIT ? OFFSET ?",
+            (user_id, *params, limit, offset),
+        )
+        return [row_to_item(r) for r in rows]
+
+    def count(self, user_id: str | None = None) -> int:
+        if user_id is None:
+            return int(self._read("SELECT count(*) FROM memories")[0][0])
+        return int(self._read("SELECT count(*) FROM memories WHERE user_id = ?", (user_id,))[0][0])
+
+    def count_by_kind(self, user_id: str | None = None) -> dict[str, int]:
+        if user_id is None:
+            rows = self._read("SELECT kind, count(*) FROM memories GROUP BY kind")
+        else:
+            rows = self._read("SELECT kind, count(*) FROM memories WHERE user_id = ? GROUP BY kind", (user_id,))
+        return {str(k): int(n) for k, n in rows}
+
+    def user_count(self) -> int:
+        return int(self._read("SELECT count(DISTINCT user_id) FROM memories")[0][0])
+
+    def replace(self, item: MemoryItem, index_text: str | None, vector: Vectors | None, entry: HistoryEntry) -> None:
+        params = item_params(item, embed_hash(index_text) if index_text is not None else "")
+        sets = (
+            "agent_id = ?, session_id = ?, kind = ?, role = ?, speaker = ?, text = ?, ts = ?, created_at = ?, "
+            "updated_at = ?, event_time = ?, importance = ?, confidence = ?, access_count = ?, last_accessed = ?, "
+            "content_hash = ?, sources = ?, metadata = ?"
+        )
+        try:
+            with self.atomic() as c:
+                row = c.execute(
+                    "SELECT pk FROM memories WHERE +user_id = ? AND id = ?", (item.user_id, item.id)
+                ).fetchone()
+                if row is None:
+                    raise NotFoundError(f"no memory {item.id!r} for user {item.user_id!r}")
+                pk = int(row[0])
+                c.execute(f"UPDATE memories SET {sets} WHERE pk = ?", (*params[2:19], pk))
+                versions = None
+                if index_text is not None and vector is not None:
+                    vec = np.ascontiguousarray(vector, dtype=np.float32).reshape(-1)
+                    c.execute("UPDATE memories SET embed_hash = ? WHERE pk = ?", (params[19], pk))
+                    c.execute("UPDATE vectors SET vec = ? WHERE pk = ?", (vec.tobytes(), pk))
+                    c.execute("DELETE FROM memories_fts WHERE rowid = ?", (pk,))
+                    c.execute(
+                        "INSERT INTO memories_fts (rowid, body, scope) VALUES (?, ?, ?)",
+                        (pk, index_text, scope_token(item.user_id)),
+                    )
+                    versions = self._bump(c, item.user_id)
+                self._log(
+                    c,
+                    item.user_id,
+                    item.id,
+                    entry.event,
+                    entry.at,
+                    entry.old_text,
+                    entry.new_text,
+                    entry.changes,
+                )
+        except sqlite3.DatabaseError as exc:
+            raise _translate(exc, self._path) from exc
+        if versions is not None and vector is not None:
+            self._vectors.advance(
+                item.user_id,
+                *versions,
+                remove=[pk],
+                add=([pk], [item.id], np.asarray(vector, np.float32).reshape(1, -1)),
+            )
+
+    def delete(self, user_id: str, memory_id: str, at: datetime) -> None:
+        try:
+            with self.atomic() as c:
+                row = c.execute(
+                    "SELECT pk FROM memories WHERE +user_id = ? AND id = ?", (user_id, memory_id)
+                ).fetchone()
+                if row is None:
+                    raise NotFoundError(f"no memory {memory_id!r} for user {user_id!r}")
+                pk = int(row[0])
+                c.execute("DELETE FROM memories_fts WHERE rowid = ?", (pk,))
+                c.execute("DELETE FROM memories WHERE pk = ?", (pk,))  # vectors cascade
+                c.execute(
+                    "UPDATE history SET old_text = NULL, new_text = NULL, changes = '{}' WHERE user_id = ? AND memory_id = ?",
+                    (user_id, memory_id),
+                )
+                self._log(c, user_id, memory_id, HistoryEvent.DELETE, at, None, None, {})
+                versions = self._bump(c, user_id)
+        except sqlite3.DatabaseError as exc:
+            raise _translate(exc, self._path) from exc
+        self._vectors.advance(user_id, *versions, remove=[pk])
+
+    def delete_user(self, user_id: str) -> int:
+        try:
+            with self.atomic() as c:
+                n = c.execute("SELECT count(*) FROM memories WHERE user_id = ?", (user_id,)).fetchone()[0]
+                c.execute(
+                    "DELETE FROM memories_fts WHERE rowid IN (SELECT pk FROM memories WHERE user_id = ?)",
+                    (user_id,),
+                )
+                c.execute("DELETE FROM memories WHERE user_id = ?", (user_id,))
+                c.execute("DELETE FROM history WHERE user_id = ?", (user_id,))
+                self._bump(c, user_id)
+        except sqlite3.DatabaseError as exc:
+            raise _translate(exc, self._path) from exc
+        self._vectors.drop(user_id)
+        return int(n)
+
+    def iter_items(self, user_id: str | None = None) -> Iterator[MemoryItem]:
+        last = 0
+        scope, params = ("m.user_id = ? AND ", [user_id]) if user_id is not None else ("", [])
+        while True:
+            rows = self._read(
+                f"SELECT m.pk, {COLUMNS} FROM memories m WHERE {scope}m.pk > ? ORDER BY m.pk LIMIT 500",
+                (*params, last),
+            )
+            if not rows:
+                return
+            last = int(rows[-1][0])
+            yield from (row_to_item(r[1:]) for r in rows)
+
+    def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None:
+        if not memory_ids:
+            return
+        marks = ", ".join("?" * len(memory_ids))
+        try:
+            with self.atomic() as c:
+                c.execute(
+                    f"UPDATE memories SET access_count = access_count + 1, last_accessed = ? "
+                    f"WHERE +user_id = ? AND id IN ({marks})",
+                    (to_micros(at), user_id, *memory_ids),
+                )
+        except sqlite3.DatabaseError as exc:
+            raise _translate(exc, self._path) from exc
+
+    # -- history -----------------------------------------------------------------------------------
+    def _log(
+        self,
+        c: sqlite3.Connection,
+        user_id: str,
+        memory_id: str,
+        event: HistoryEvent,
+        at: datetime,
+        old_text: str | None,
+        new_text: str | None,
+        changes: dict[str, Any],
+    ) -> None:
+        c.execute(
+            "INSERT INTO history (memory_id, user_id, event, at, old_text, new_text, changes) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                memory_id,
+                user_id,
+                event.value,
+                to_micros(at),
+                old_text,
+                new_text,
+                json.dumps(changes, default=str),
+            ),
+        )
+
+    def history(self, user_id: str, memory_id: str) -> builtins.list[HistoryEntry]:
+        rows = self._read(
+            "SELECT event, at, old_text, new_text, changes FROM history WHERE user_id = ? AND memory_id = ? ORDER BY seq",
+            (user_id, memory_id),
+        )
+        return [
+            HistoryEntry(
+                memory_id=memory_id,
+                event=HistoryEvent(r[0]),
+                at=from_micros(r[1]),
+                old_text=r[2],
+                new_text=r[3],
+                changes=json.loads(r[4]),
+            )
+            for r in rows
+        ]
+
+    # -- text index --------------------------------------------------------------------------------
+    def text_search(
+        self, user_id: str, terms: Sequence[str], limit: int | None, filters: Filters
+    ) -> builtins.list[tuple[str, float]]:
+        if not terms or (limit is not None and limit <= 0):
+            return []
+        # One pass over the matches: FTS5 scores every match anyway to rank them, and probing single
+        # rows with MATCH afterwards would re-run the whole query per row.
+        tail = "" if limit is None else f" ORDER BY s DESC LIMIT {int(limit)}"
+        if is_empty(filters):
+            rows = self._read(
+                "SELECT m.id, -bm25(memories_fts, 1.0, 0.0) AS s FROM memories_fts "
+                f"JOIN memories m ON m.pk = memories_fts.rowid WHERE memories_fts MATCH ?{tail}",
+                (fts_match(user_id, terms),),
+            )
+        else:
+            where, params = filter_sql(filters)
+            rows = self._read(
+                "SELECT m.id, -bm25(memories_fts, 1.0, 0.0) AS s FROM memories_fts "
+                f"JOIN memories m ON m.pk = memories_fts.rowid WHERE memories_fts MATCH ? AND m.user_id = ? AND {where}{tail}",
+                (fts_match(user_id, terms), user_id, *params),
+            )
+        return [(str(i), float(s)) for i, s in rows]
+
+    def attributes(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, tuple[datetime, float]]:
+        out: dict[str, tuple[datetime, float]] = {}
+        ids = list(dict.fromkeys(memory_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for mid, ts, imp in self._read(
+                f"SELECT id, ts, importance FROM memories WHERE +user_id = ? AND id IN ({marks})", (user_id, *chunk)
+            ):
+                out[str(mid)] = (from_micros(int(ts)), float(imp))
+        return out
+
+    # -- vectors -----------------------------------------------------------------------------------
+    def _matrix(self, user_id: str) -> UserMatrix:
+        version = self._version(user_id)
+        held = self._vectors.get(user_id, version)
+        if held is not None:
+            return held
+        with self._lock:
+            version = self._version(user_id)
+            rows = self._read(
+                "SELECT v.pk, m.id, v.vec FROM vectors v JOIN memories m ON m.pk = v.pk WHERE v.user_id = ? ORDER BY v.pk",
+                (user_id,),
+            )
+            dim = self._dim()
+            if rows:
+                matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), -1).copy()
+            else:
+                matrix = np.zeros((0, dim), dtype=np.float32)
+            held = UserMatrix(version, [int(r[0]) for r in rows], [str(r[1]) for r in rows], matrix)
+            self._vectors.put(user_id, held)
+            return held
+
+    def _dim(self) -> int:
+        ident = self.embedder_identity()
+        return ident[1] if ident else 0
+
+    def _allowed_positions(self, user_id: str, held: UserMatrix, filters: Filters) -> np.ndarray | None:
+        if is_empty(filters):
+            return None
+        where, params = filter_sql(filters)
+        rows = self._read(f"SELECT m.pk FROM memories m WHERE m.user_id = ? AND {where}", (user_id, *params))
+        return held.positions([int(r[0]) for r in rows])
+
+    def vector_search(
+        self, user_id: str, query: Vectors, limit: int, filters: Filters
+    ) -> builtins.list[tuple[str, float]]:
+        held = self._matrix(user_id)
+        if held.matrix.shape[0] == 0 or limit <= 0:
+            return []
+        allowed = self._allowed_positions(user_id, held, filters)
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if allowed is None:
+            scores = held.matrix @ q
+            order = top_k(scores, limit)
+            return [(held.ids[i], float(scores[i])) for i in order]
+        if allowed.size == 0:
+            return []
+        scores = held.matrix[allowed] @ q
+        order = top_k(scores, limit)
+        return [(held.ids[int(allowed[i])], float(scores[i])) for i in order]
+
+    def vector_scores(self, user_id: str, query: Vectors, memory_ids: Sequence[str]) -> dict[str, float]:
+        held = self._matrix(user_id)
+        pos = held.id_positions(list(dict.fromkeys(memory_ids)))
+        if not pos:
+            return {}
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        scores = held.matrix[pos] @ q
+        return {held.ids[p]: float(s) for p, s in zip(pos, scores, strict=True)}
+
+    def cached_vectors(self, embed_hashes: Sequence[str]) -> dict[str, Vectors]:
+        out: dict[str, Vectors] = {}
+        hashes = list(dict.fromkeys(embed_hashes))
+        for start in range(0, len(hashes), 500):
+            chunk = hashes[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for h, blob in self._read(
+                f"SELECT m.embed_hash, v.vec FROM memories m JOIN vectors v ON v.pk = m.pk WHERE m.embed_hash IN ({marks})",
+                chunk,
+            ):
+                out[str(h)] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def embedder_identity(self) -> tuple[str, int] | None:
+        rows = self._read("SELECT key, value FROM meta WHERE key IN ('embedder', 'dim')")
+        meta = dict(rows)
+        if "embedder" not in meta:
+            return None
+        return str(meta["embedder"]), int(meta["dim"])
+
+    def set_embedder_identity(self, identity: str, dim: int) -> None:
+        with self.atomic() as c:
+            for key, value in (("embedder", identity), ("dim", str(dim))):
+                c.execute(
+                    "INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
+
+    def reindex_batches(self, batch_size: int) -> Iterator[builtins.list[tuple[int, MemoryItem]]]:
+        last = 0
+        while True:
+            rows = self._read(
+                f"SELECT m.pk, {COLUMNS} FROM memories m WHERE m.pk > ? ORDER BY m.pk LIMIT ?", (last, batch_size)
+            )
+            if not rows:
+                return
+            last = int(rows[-1][0])
+            yield [(int(r[0]), row_to_item(r[1:])) for r in rows]
+
+    def write_vectors(self, rows: Sequence[tuple[int, Vectors]]) -> None:
+        try:
+            with self.atomic() as c:
+                for pk, vec in rows:
+                    blob = np.ascontiguousarray(vec, dtype=np.float32).reshape(-1).tobytes()
+                    c.execute("UPDATE vectors SET vec = ? WHERE pk = ?", (blob, pk))
+                users = {r[0] for r in c.execute("SELECT DISTINCT user_id FROM vectors")}
+                for user_id in users:
+                    self._bump(c, user_id)
+        except sqlite3.DatabaseError as exc:
+            raise _translate(exc, self._path) from exc
+        self._vectors.drop()
+
+    def size_bytes(self) -> int:
+        if self._path == ":memory:":
+            return 0
+        base = Path(self._path)
+        return sum(p.stat().st_size for p in (base, Path(f"{base}-wal"), Path(f"{base}-shm")) if p.exists())
+
+
+def _split_sql(script: str) -> builtins.list[str]:
+    """Split a migration script into statements (no semicolons occur inside these statements)."""
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def _translate(exc: sqlite3.DatabaseError, path: str) -> StoreError:
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
+        return StoreError(f"{path} is locked by another writer: {text}")
+    if "malformed" in text or "not a database" in text or "corrupt" in text:
+        return CorruptStoreError(f"{path} is damaged: {text}")
+    return StoreError(f"{path}: {text}")

@@ -1,0 +1,107 @@
+"""The memlane command line, end to end on a real SQLite file with the test embedder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memlane.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"MEMLANE_HOME": str(tmp_path / "home"), "MEMLANE_EMBEDDER": "hash", "MEMLANE_DB": str(tmp_path / "m.db")}
+
+
+def run(env: dict[str, str], *args: str, input: str | None = None, ok: bool = True):
+    result = runner.invoke(app, list(args), env=env, input=input)
+    if ok:
+        assert result.exit_code == 0, result.output
+    return result
+
+
+def test_add_search_get_list_delete_history(env) -> None:
+    out = run(env, "add", "--user", "ana", "I adopted a beagle called Biscuit", "--json").stdout
+    [item] = json.loads(out)
+    run(env, "add", "--user", "ana", "My sister lives in Porto")
+    hits = json.loads(run(env, "search", "beagle", "--user", "ana", "--json").stdout)
+    assert hits[0]["memory"]["id"] == item["id"]
+    assert "dense" in hits[0]["breakdown"]
+    table = run(env, "search", "beagle", "--user", "ana", "--explain").stdout
+    assert "Biscuit" in table and "raw=" in table
+    assert json.loads(run(env, "get", item["id"], "--user", "ana").stdout)["text"].endswith("Biscuit")
+    listed = json.loads(run(env, "list", "--user", "ana", "--json").stdout)
+    assert [m["text"] for m in listed] == ["I adopted a beagle called Biscuit", "My sister lives in Porto"]
+    run(env, "delete", item["id"], "--user", "ana")
+    events = json.loads(run(env, "history", item["id"], "--user", "ana").stdout)
+    assert [e["event"] for e in events] == ["ADD", "DELETE"]
+    missing = run(env, "get", item["id"], "--user", "ana", ok=False)
+    assert missing.exit_code == 2 and "no memory" in missing.stderr
+
+
+def test_add_from_jsonl_stdin_and_json_file(env, tmp_path: Path) -> None:
+    lines = "\n".join(
+        json.dumps(
+            {"role": "user", "name": "Tim", "content": f"turn {i} about chess", "timestamp": "2024-01-02T10:00:00Z"}
+        )
+        for i in range(5)
+    )
+    run(env, "add", "--user", "tim", "--file", "-", "--session", "s1", input=lines)
+    file = tmp_path / "msgs.json"
+    file.write_text(json.dumps([{"role": "assistant", "content": "chess is fun"}, "plain string message"]))
+    run(env, "add", "--user", "tim", "--file", str(file))
+    stats = json.loads(run(env, "stats", "--json", "--user", "tim").stdout)
+    assert stats["memories"] == 7
+    only_s1 = json.loads(run(env, "list", "--user", "tim", "--session", "s1", "--json").stdout)
+    assert len(only_s1) == 5 and only_s1[0]["speaker"] == "Tim"
+
+
+def test_export_import_round_trip(env, tmp_path: Path) -> None:
+    run(env, "add", "--user", "u", "remember the milk")
+    dump = tmp_path / "dump.jsonl"
+    run(env, "export", str(dump))
+    other = {**env, "MEMLANE_DB": str(tmp_path / "other.db")}
+    assert "imported 1" in run(other, "import", str(dump)).stdout
+    a = json.loads(run(env, "list", "--user", "u", "--json").stdout)
+    b = json.loads(run(other, "list", "--user", "u", "--json").stdout)
+    assert a == b
+
+
+def test_errors_are_clear_and_exit_2(env, tmp_path: Path) -> None:
+    r = run(env, "add", "--user", "u", "   ", ok=False)
+    assert r.exit_code == 2 and "empty" in r.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"content": "ok"}\n{oops\n')
+    r = run(env, "add", "--user", "u", "--file", str(bad), ok=False)
+    assert r.exit_code == 2 and "line 2" in r.stderr
+    r = run(env, "search", "x", "--user", "u", "--preset", "nope", ok=False)
+    assert r.exit_code == 2 and "unknown retrieval preset" in r.stderr
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"garbage" * 200)
+    r = run({**env, "MEMLANE_DB": str(junk)}, "stats", ok=False)
+    assert r.exit_code == 2 and "junk.db" in r.stderr
+    assert json.loads(run(env, "stats", "--json").stdout)["memories"] == 0
+
+
+def test_reindex_and_delete_all(env) -> None:
+    run(env, "add", "--user", "u", "one")
+    run(env, "add", "--user", "u", "two")
+    assert "re-embedded 2" in run(env, "reindex").stdout
+    assert "deleted 2" in run(env, "delete", "--all", "--user", "u").stdout
+
+
+def test_demo_runs(env) -> None:
+    out = run(env, "demo").stdout
+    assert "memlane demo" in out and "Pepper" in out
+
+
+def test_every_command_is_documented_in_the_readme() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    commands = [c.name or c.callback.__name__ for c in app.registered_commands]  # type: ignore[union-attr]
+    for name in [*commands, "bench locomo"]:
+        assert f"memlane {name}" in readme, f"README does not document `memlane {name}`"

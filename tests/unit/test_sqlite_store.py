@@ -1,0 +1,114 @@
+"""SQLite-specific behaviour: file checks, migrations, model identity, atomic writes."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import memlane.store.sqlite.store as sqlite_store
+from memlane import Config, CorruptStoreError, EmbedderMismatchError, Memory, SchemaError, StoreError
+from memlane.embedding.fake import HashEmbedder
+
+
+def test_garbage_file_is_a_clear_error(tmp_path: Path, config: Config) -> None:
+    path = tmp_path / "junk.db"
+    path.write_bytes(b"this is not a database at all" * 100)
+    with pytest.raises(CorruptStoreError, match=r"junk\.db"):
+        Memory(path, embedder=HashEmbedder(), config=config)
+
+
+def test_foreign_sqlite_file_is_refused_untouched(tmp_path: Path, config: Config) -> None:
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE invoices (id INTEGER)")
+    with pytest.raises(CorruptStoreError, match="another application"):
+        Memory(path, embedder=HashEmbedder(), config=config)
+    with sqlite3.connect(path) as conn:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert tables == {"invoices"}
+
+
+def test_migrations_are_recorded_and_reopen_is_idempotent(tmp_path: Path, config: Config) -> None:
+    path = tmp_path / "m.db"
+    Memory(path, embedder=HashEmbedder(), config=config).close()
+    with Memory(path, embedder=HashEmbedder(), config=config) as m:
+        m.add("still here", user_id="u")
+    with sqlite3.connect(path) as conn:
+        names = [r[0] for r in conn.execute("SELECT name FROM migrations")]
+        assert names == ["0001_initial"]
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_unknown_newer_migration_is_refused(tmp_path: Path, config: Config) -> None:
+    path = tmp_path / "new.db"
+    Memory(path, embedder=HashEmbedder(), config=config).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO migrations VALUES ('9999_from_the_future', 'now')")
+    with pytest.raises(SchemaError, match="9999_from_the_future"):
+        Memory(path, embedder=HashEmbedder(), config=config)
+
+
+def test_other_embedder_names_reindex_and_reindex_fixes_it(tmp_path: Path, config: Config) -> None:
+    path = tmp_path / "e.db"
+    with Memory(path, embedder=HashEmbedder(dim=64), config=config) as m:
+        m.add(["the red kite soars", "a bowl of ramen"], user_id="u")
+    with Memory(path, embedder=HashEmbedder(dim=32), config=config) as m:
+        with pytest.raises(EmbedderMismatchError, match="memlane reindex"):
+            m.search("kite", user_id="u")
+        with pytest.raises(EmbedderMismatchError):
+            m.add("more", user_id="u")
+        assert m.reindex() == 2
+        assert m.stats().embedder == HashEmbedder(dim=32).identity
+        assert m.search("red kite", user_id="u", top_k=1)[0].memory.text == "the red kite soars"
+
+
+def test_failed_write_leaves_nothing_behind(tmp_path: Path, config: Config, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Memory(tmp_path / "a.db", embedder=HashEmbedder(), config=config) as m:
+        m.add("before", user_id="u")
+        real = sqlite_store.scope_token
+        calls = {"n": 0}
+
+        def flaky(user_id: str) -> str:
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise sqlite3.OperationalError("disk I/O error (simulated)")
+            return real(user_id)
+
+        monkeypatch.setattr(sqlite_store, "scope_token", flaky)
+        with pytest.raises(StoreError, match="simulated"):
+            m.add(["one", "two", "three"], user_id="u")
+        monkeypatch.setattr(sqlite_store, "scope_token", real)
+        assert [it.text for it in m.list(user_id="u")] == ["before"]
+        assert [h.memory.text for h in m.search("one two three before", user_id="u")] == ["before"]
+
+
+def test_second_connection_sees_writes(tmp_path: Path, config: Config) -> None:
+    path = tmp_path / "shared.db"
+    with (
+        Memory(path, embedder=HashEmbedder(), config=config) as a,
+        Memory(path, embedder=HashEmbedder(), config=config) as b,
+    ):
+        a.add("first note about kites", user_id="u")
+        assert b.search("kites", user_id="u")[0].memory.text == "first note about kites"
+        b.add("second note about kites", user_id="u")
+        assert {h.memory.text for h in a.search("kites", user_id="u")} == {
+            "first note about kites",
+            "second note about kites",
+        }
+
+
+def test_embedding_cache_reuses_vectors(tmp_path: Path, config: Config) -> None:
+    class Counting(HashEmbedder):
+        calls = 0
+
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            Counting.calls += len(texts)
+            return super().embed(texts)
+
+    with Memory(tmp_path / "c.db", embedder=Counting(), config=config) as m:
+        m.add(["same words", "same words", "other words"], user_id="u")
+        assert Counting.calls == 2
+        m.add("same words", user_id="v")
+        assert Counting.calls == 2
