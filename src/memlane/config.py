@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Final
 
 from memlane.errors import ConfigError
-from memlane.retrieval.fusion import BLEND, CONVEX, RRF, WEIGHTED, FusionSpec
+from memlane.retrieval.fusion import BLEND, CONVEX, IMDMR, MULTI_DIM, RRF, WEIGHTED, FusionSpec
 
 
 @dataclass(frozen=True)
@@ -20,13 +20,9 @@ class RetrievalPreset:
     fusion: FusionSpec
     candidates: int = 100
     description: str = ""
-
-    @property
-    def dimensions(self) -> frozenset[str]:
-        dims = set(self.fusion.weights)
-        if self.fusion.tie_breaker:
-            dims.add(self.fusion.tie_breaker)
-        return frozenset(dims)
+    context_width: int = 1
+    keyword_boost: float = 2.0
+    mention_weight: float = 0.25
 
 
 PRESETS: Final[Mapping[str, RetrievalPreset]] = {
@@ -38,11 +34,17 @@ PRESETS: Final[Mapping[str, RetrievalPreset]] = {
         RetrievalPreset("blend", BLEND, description="0.7 semantic + 0.2 importance + 0.1 recency"),
         RetrievalPreset("rrf", RRF, description="reciprocal rank fusion of dense and BM25, k=60"),
         RetrievalPreset("convex", CONVEX, description="convex combination, alpha 0.7 dense over min-max scores"),
+        RetrievalPreset(
+            "multi",
+            MULTI_DIM,
+            description="dense + BM25, the turns around each memory, the people named, the time asked about",
+        ),
+        RetrievalPreset("imdmr", IMDMR, description="IMDMR's six-dimension weights with its multi-dimension bonus"),
     )
 }
 
 # Chosen by `memlane bench locomo --split tune` (conversations 26, 30, 41); see docs/benchmarks.md.
-DEFAULT_PRESET: Final = "convex"
+DEFAULT_PRESET: Final = "weighted"
 
 
 def preset(name: str | None) -> RetrievalPreset:

@@ -19,6 +19,7 @@ from pydantic import ValidationError as PydanticValidationError
 from memlane.config import Config, preset
 from memlane.embedding import Embedder, make_embedder
 from memlane.embedding.base import Vectors
+from memlane.enrich.names import canonical_name
 from memlane.errors import (
     EmbedderMismatchError,
     ImportFormatError,
@@ -159,6 +160,7 @@ class Memory:
                     updated_at=now,
                     content_hash=content_hash(user_id, agent_id, session_id, MemoryKind.MESSAGE.value, text),
                     metadata=meta,
+                    entities=[canonical_name(msg.name)] if msg.name and canonical_name(msg.name) else [],
                 )
             )
         self._insert(items)

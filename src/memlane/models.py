@@ -102,7 +102,8 @@ class MemoryItem(BaseModel):
     timestamp: datetime = Field(description="when the turn was said or the observation made")
     created_at: datetime
     updated_at: datetime
-    event_time: datetime | None = Field(default=None, description="when the thing described happened")
+    event_time: datetime | None = Field(default=None, description="when the thing described happened (start)")
+    event_end: datetime | None = Field(default=None, description="end of the event's time span (exclusive)")
     importance: float = Field(default=0.5, ge=0.0, le=1.0)
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
     access_count: int = Field(default=0, ge=0)
@@ -110,6 +111,10 @@ class MemoryItem(BaseModel):
     content_hash: str
     sources: list[SourceRef] = Field(default_factory=list)
     metadata: Metadata = Field(default_factory=dict)
+    position: int | None = Field(default=None, description="0-based order of arrival within its session")
+    category: str | None = Field(default=None, description="topic, e.g. work, family, health")
+    intent: str | None = Field(default=None, description="e.g. fact, preference, plan, question")
+    entities: list[str] = Field(default_factory=list, description="canonical names of the entities it mentions")
 
 
 class ScoreBreakdown(BaseModel):
@@ -132,6 +137,9 @@ class Hit(BaseModel):
     memory: MemoryItem
     score: float
     breakdown: dict[str, ScoreBreakdown] = Field(default_factory=dict)
+    triggers: dict[str, str] = Field(
+        default_factory=dict, description="for each dimension in the breakdown, what in the query engaged it"
+    )
 
 
 class HistoryEvent(enum.StrEnum):

@@ -12,6 +12,7 @@ from memlane.models import ScoreBreakdown
 K = TypeVar("K", bound=Hashable)
 Signals = Mapping[str, Mapping[K, float]]
 Normalizer = Literal["minmax", "identity", "max"]
+MULTI = "multi_dimension"  # the breakdown entry of the bonus for several strong dimensions at once
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class FusionSpec:
     normalizers: Mapping[str, Normalizer] = field(default_factory=dict)
     rrf_k: int = 60
     tie_breaker: str | None = None
+    multi_bonus: float = 0.0
+    multi_threshold: float = 0.5
 
     def __post_init__(self) -> None:
         if self.method not in ("weighted", "rrf"):
@@ -40,6 +43,8 @@ class FusionSpec:
             raise ValueError("fusion weights must be finite and non-negative")
         if self.rrf_k <= 0:
             raise ValueError("rrf_k must be positive")
+        if not math.isfinite(self.multi_bonus) or self.multi_bonus < 0:
+            raise ValueError("multi_bonus must be finite and non-negative")
 
 
 def minmax(scores: Mapping[K, float]) -> dict[K, float]:
@@ -84,17 +89,21 @@ def _order(fused: list[Fused[K]], signals: Signals[K], tie_breaker: str | None) 
 
 
 def weighted_sum(signals: Signals[K], spec: FusionSpec) -> list[Fused[K]]:
-    """Sum of weight x normalised score over dimensions; an item absent from a dimension scores 0 there."""
+    """Sum of weight x normalised score over dimensions; an item absent from a dimension scores 0 there.
+
+    Dimensions of weight 0 are switched off: they neither nominate items nor appear in breakdowns.
+    """
+    engaged = {dim: w for dim, w in spec.weights.items() if w > 0}
     keys: dict[K, None] = {}
-    for dim in spec.weights:
+    for dim in engaged:
         keys.update(dict.fromkeys(signals.get(dim, {})))
-    normed = {dim: normalize(signals.get(dim, {}), spec.normalizers.get(dim, "minmax")) for dim in spec.weights}
-    rank_of = {dim: ranks(signals.get(dim, {})) for dim in spec.weights}
+    normed = {dim: normalize(signals.get(dim, {}), spec.normalizers.get(dim, "minmax")) for dim in engaged}
+    rank_of = {dim: ranks(signals.get(dim, {})) for dim in engaged}
     out: list[Fused[K]] = []
     for key in keys:
         parts: dict[str, ScoreBreakdown] = {}
         total = 0.0
-        for dim, weight in spec.weights.items():
+        for dim, weight in engaged.items():
             raw = signals.get(dim, {}).get(key)
             if raw is None:
                 continue
@@ -104,6 +113,14 @@ def weighted_sum(signals: Signals[K], spec: FusionSpec) -> list[Fused[K]]:
             parts[dim] = ScoreBreakdown(
                 raw=raw, normalized=norm, weight=weight, contribution=contribution, rank=rank_of[dim][key]
             )
+        if spec.multi_bonus:
+            strong = sum(1 for dim, p in parts.items() if p.weight > 0 and p.normalized >= spec.multi_threshold)
+            if strong > 1:
+                bonus = spec.multi_bonus * (strong - 1)
+                total += bonus
+                parts[MULTI] = ScoreBreakdown(
+                    raw=strong, normalized=strong - 1, weight=spec.multi_bonus, contribution=bonus
+                )
         out.append(Fused(key, total, parts))
     return _order(out, signals, spec.tie_breaker)
 
@@ -137,3 +154,22 @@ BLEND = FusionSpec(
 )
 RRF = FusionSpec("rrf", {"dense": 1.0, "lexical": 1.0}, rrf_k=60, tie_breaker="recency")
 CONVEX = FusionSpec("weighted", {"dense": 0.7, "lexical": 0.3}, tie_breaker="recency")
+_EXTRA: dict[str, Normalizer] = dict.fromkeys(
+    ("context", "entity", "temporal", "category", "intent", "recency", "importance"), "identity"
+)
+# memlane's multi-dimensional default: content (dense + BM25) plus the turns around a memory, the people the query
+# names and its time constraint. Weights chosen on the tuning conversations of LoCoMo (docs/benchmarks.md).
+MULTI_DIM = FusionSpec(
+    "weighted",
+    {"dense": 0.6, "lexical": 0.4, "context": 0.35, "entity": 0.25, "temporal": 0.2},
+    normalizers=_EXTRA,
+    tie_breaker="recency",
+)
+# IMDMR's published weights, with its bonus for memories strong on several dimensions at once.
+IMDMR = FusionSpec(
+    "weighted",
+    {"dense": 0.5, "entity": 0.4, "category": 0.3, "intent": 0.3, "context": 0.3, "temporal": 0.2},
+    normalizers=_EXTRA,
+    tie_breaker="recency",
+    multi_bonus=0.1,
+)

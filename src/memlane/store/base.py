@@ -114,6 +114,37 @@ class VectorIndex(Protocol):
 
 
 @runtime_checkable
+class DimensionIndex(Protocol):
+    """What the multi-dimensional read path asks of a store beyond text and vectors."""
+
+    def positions_around(
+        self, user_id: str, memory_ids: Sequence[str], width: int
+    ) -> dict[str, tuple[str | None, int]]:
+        """(session, position) of the given memories and of every memory within ``width`` positions of one."""
+        ...
+
+    def entity_matches(
+        self, user_id: str, entities: Sequence[str], memory_ids: Sequence[str]
+    ) -> dict[str, dict[str, bool]]:
+        """For each given memory, which of ``entities`` it involves, and whether it was said by that entity."""
+        ...
+
+    def known_entities(self, user_id: str, names: Sequence[str]) -> list[str]:
+        """Those of ``names`` (canonical forms) that some memory of this user involves."""
+        ...
+
+    def matching(self, user_id: str, memory_ids: Sequence[str], filters: Filters) -> set[str]:
+        """Those of the given memories that pass ``filters``."""
+        ...
+
+    def spans(
+        self, user_id: str, memory_ids: Sequence[str]
+    ) -> dict[str, tuple[datetime, datetime | None, datetime | None]]:
+        """(timestamp, event start, event end) of the given memories."""
+        ...
+
+
+@runtime_checkable
 class HistoryLog(Protocol):
     """Every recorded change of a memory."""
 
@@ -123,7 +154,7 @@ class HistoryLog(Protocol):
 
 
 @runtime_checkable
-class Store(RecordStore, TextIndex, VectorIndex, HistoryLog, Protocol):
+class Store(RecordStore, TextIndex, VectorIndex, DimensionIndex, HistoryLog, Protocol):
     """Everything the engine needs from a backend."""
 
     @property

@@ -11,8 +11,11 @@ from memlane.models import Filters, MemoryItem, MemoryKind, SourceRef
 
 COLUMNS: Final = (
     "id, user_id, agent_id, session_id, kind, role, speaker, text, ts, created_at, updated_at, event_time, "
-    "importance, confidence, access_count, last_accessed, content_hash, sources, metadata"
+    "importance, confidence, access_count, last_accessed, content_hash, sources, metadata, position, event_end, "
+    "category, intent, entities"
 )
+# The columns a ``replace`` may change (all but id, user_id and the embed hash), in ``COLUMNS`` order.
+MUTABLE: Final = tuple(c.strip() for c in COLUMNS.split(","))[2:]
 SELECT_ITEM: Final = f"SELECT {COLUMNS} FROM memories m"
 
 
@@ -59,6 +62,11 @@ def item_params(item: MemoryItem, embed_hash: str) -> tuple[Any, ...]:
         item.content_hash,
         json.dumps([s.model_dump(mode="json") for s in item.sources], ensure_ascii=False),
         json.dumps(item.metadata, ensure_ascii=False),
+        item.position,
+        _opt_micros(item.event_end),
+        item.category,
+        item.intent,
+        json.dumps(item.entities, ensure_ascii=False),
         embed_hash,
     )
 
@@ -86,6 +94,11 @@ def row_to_item(row: tuple[Any, ...]) -> MemoryItem:
         content_hash=row[16],
         sources=sources,
         metadata=json.loads(row[18]),
+        position=row[19],
+        event_end=_opt_time(row[20]),
+        category=row[21],
+        intent=row[22],
+        entities=json.loads(row[23]),
     )
 
 

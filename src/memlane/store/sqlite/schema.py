@@ -69,4 +69,36 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         CREATE INDEX history_memory ON history(user_id, memory_id, seq);
         """,
     ),
+    (
+        "0002_enrichment",
+        """
+        ALTER TABLE memories ADD COLUMN position INTEGER;
+        ALTER TABLE memories ADD COLUMN event_end INTEGER;
+        ALTER TABLE memories ADD COLUMN category TEXT;
+        ALTER TABLE memories ADD COLUMN intent TEXT;
+        ALTER TABLE memories ADD COLUMN entities TEXT NOT NULL DEFAULT '[]';
+        UPDATE memories SET position = (
+            SELECT count(*) FROM memories o
+            WHERE o.user_id = memories.user_id AND o.session_id IS memories.session_id
+              AND (o.ts < memories.ts OR (o.ts = memories.ts AND o.pk < memories.pk))
+        );
+        CREATE INDEX memories_user_session_position ON memories(user_id, session_id, position);
+        CREATE INDEX memories_user_event ON memories(user_id, event_time);
+        CREATE TABLE memory_entities (
+            pk      INTEGER NOT NULL REFERENCES memories(pk) ON DELETE CASCADE,
+            user_id TEXT NOT NULL,
+            entity  TEXT NOT NULL,
+            said_by INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (pk, entity)
+        );
+        CREATE INDEX memory_entities_user_entity ON memory_entities(user_id, entity);
+        CREATE TABLE entities (
+            user_id   TEXT NOT NULL,
+            alias     TEXT NOT NULL,
+            canonical TEXT NOT NULL,
+            kind      TEXT NOT NULL,
+            PRIMARY KEY (user_id, alias)
+        )
+        """,
+    ),
 )

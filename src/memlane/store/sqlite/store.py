@@ -17,10 +17,12 @@ from typing import Any
 import numpy as np
 
 from memlane.embedding.base import Vectors
+from memlane.enrich.names import canonical_name
 from memlane.errors import CorruptStoreError, NotFoundError, SchemaError, StoreError
-from memlane.models import Filters, HistoryEntry, HistoryEvent, MemoryItem
+from memlane.models import Filters, HistoryEntry, HistoryEvent, MemoryItem, MemoryKind
 from memlane.store.sqlite.rows import (
     COLUMNS,
+    MUTABLE,
     SELECT_ITEM,
     filter_sql,
     from_micros,
@@ -34,11 +36,7 @@ from memlane.store.sqlite.vectors import MatrixCache, UserMatrix, top_k
 
 log = logging.getLogger(__name__)
 
-_INSERT = (
-    "INSERT INTO memories (id, user_id, agent_id, session_id, kind, role, speaker, text, ts, created_at, "
-    "updated_at, event_time, importance, confidence, access_count, last_accessed, content_hash, sources, "
-    "metadata, embed_hash) VALUES (" + ", ".join("?" * 20) + ")"
-)
+_INSERT = f"INSERT INTO memories ({COLUMNS}, embed_hash) VALUES ({', '.join('?' * (len(MUTABLE) + 3))})"
 
 
 def scope_token(user_id: str) -> str:
@@ -179,10 +177,14 @@ class SQLiteStore:
         versions: dict[str, tuple[int, int]] = {}
         try:
             with self.atomic() as c:
+                next_position: dict[tuple[str, str | None], int] = {}
                 for item, body, vec in zip(items, index_texts, vecs, strict=True):
+                    if item.position is None and item.kind == MemoryKind.MESSAGE:
+                        item.position = self._next_position(c, next_position, item.user_id, item.session_id)
                     cur = c.execute(_INSERT, item_params(item, embed_hash(body)))
                     pk = int(cur.lastrowid or 0)
                     pks.append(pk)
+                    self._write_entities(c, pk, item)
                     c.execute(
                         "INSERT INTO vectors (pk, user_id, vec) VALUES (?, ?, ?)",
                         (pk, item.user_id, vec.tobytes()),
@@ -201,6 +203,28 @@ class SQLiteStore:
         for user_id, idx in by_user.items():
             old, new = versions[user_id]
             self._vectors.advance(user_id, old, new, add=([pks[i] for i in idx], [items[i].id for i in idx], vecs[idx]))
+
+    @staticmethod
+    def _next_position(
+        c: sqlite3.Connection, cache: dict[tuple[str, str | None], int], user_id: str, session_id: str | None
+    ) -> int:
+        key = (user_id, session_id)
+        if key not in cache:
+            row = c.execute(
+                "SELECT max(position) FROM memories WHERE user_id = ? AND session_id IS ?", (user_id, session_id)
+            ).fetchone()
+            cache[key] = -1 if row[0] is None else int(row[0])
+        cache[key] += 1
+        return cache[key]
+
+    @staticmethod
+    def _write_entities(c: sqlite3.Connection, pk: int, item: MemoryItem) -> None:
+        c.execute("DELETE FROM memory_entities WHERE pk = ?", (pk,))
+        speaker = canonical_name(item.speaker) if item.speaker else None
+        c.executemany(
+            "INSERT OR IGNORE INTO memory_entities (pk, user_id, entity, said_by) VALUES (?, ?, ?, ?)",
+            [(pk, item.user_id, e, int(e == speaker)) for e in dict.fromkeys(item.entities)],
+        )
 
     def get(self, user_id: str, memory_id: str) -> MemoryItem:
         rows = self._read(f"{SELECT_ITEM} WHERE +m.user_id = ? AND m.id = ?", (user_id, memory_id))
@@ -244,11 +268,7 @@ class SQLiteStore:
 
     def replace(self, item: MemoryItem, index_text: str | None, vector: Vectors | None, entry: HistoryEntry) -> None:
         params = item_params(item, embed_hash(index_text) if index_text is not None else "")
-        sets = (
-            "agent_id = ?, session_id = ?, kind = ?, role = ?, speaker = ?, text = ?, ts = ?, created_at = ?, "
-            "updated_at = ?, event_time = ?, importance = ?, confidence = ?, access_count = ?, last_accessed = ?, "
-            "content_hash = ?, sources = ?, metadata = ?"
-        )
+        sets = ", ".join(f"{col} = ?" for col in MUTABLE)
         try:
             with self.atomic() as c:
                 row = c.execute(
@@ -257,11 +277,12 @@ class SQLiteStore:
                 if row is None:
                     raise NotFoundError(f"no memory {item.id!r} for user {item.user_id!r}")
                 pk = int(row[0])
-                c.execute(f"UPDATE memories SET {sets} WHERE pk = ?", (*params[2:19], pk))
+                c.execute(f"UPDATE memories SET {sets} WHERE pk = ?", (*params[2:-1], pk))
+                self._write_entities(c, pk, item)
                 versions = None
                 if index_text is not None and vector is not None:
                     vec = np.ascontiguousarray(vector, dtype=np.float32).reshape(-1)
-                    c.execute("UPDATE memories SET embed_hash = ? WHERE pk = ?", (params[19], pk))
+                    c.execute("UPDATE memories SET embed_hash = ? WHERE pk = ?", (params[-1], pk))
                     c.execute("UPDATE vectors SET vec = ? WHERE pk = ?", (vec.tobytes(), pk))
                     c.execute("DELETE FROM memories_fts WHERE rowid = ?", (pk,))
                     c.execute(
@@ -319,6 +340,7 @@ class SQLiteStore:
                     (user_id,),
                 )
                 c.execute("DELETE FROM memories WHERE user_id = ?", (user_id,))
+                c.execute("DELETE FROM entities WHERE user_id = ?", (user_id,))
                 c.execute("DELETE FROM history WHERE user_id = ?", (user_id,))
                 self._bump(c, user_id)
         except sqlite3.DatabaseError as exc:
@@ -431,6 +453,94 @@ class SQLiteStore:
                 out[str(mid)] = (from_micros(int(ts)), float(imp))
         return out
 
+    def positions_around(
+        self, user_id: str, memory_ids: Sequence[str], width: int
+    ) -> dict[str, tuple[str | None, int]]:
+        """(session, position) of the given memories and of every memory within ``width`` positions of one."""
+        out: dict[str, tuple[str | None, int]] = {}
+        ids = list(dict.fromkeys(memory_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for nid, session, position in self._read(
+                "SELECT DISTINCT n.id, n.session_id, n.position FROM memories m JOIN memories n "
+                "ON n.user_id = m.user_id AND n.session_id IS m.session_id "
+                "AND n.position BETWEEN m.position - ? AND m.position + ? "
+                f"WHERE m.user_id = ? AND m.id IN ({marks})",
+                (width, width, user_id, *chunk),
+            ):
+                out[str(nid)] = (session, int(position))
+        return out
+
+    def entity_matches(
+        self, user_id: str, entities: Sequence[str], memory_ids: Sequence[str]
+    ) -> dict[str, dict[str, bool]]:
+        """Which of ``entities`` (canonical names) each given memory involves: entity -> said by it (else mentioned)."""
+        if not entities or not memory_ids:
+            return {}
+        out: dict[str, dict[str, bool]] = {}
+        ents = list(dict.fromkeys(entities))
+        ids = list(dict.fromkeys(memory_ids))
+        emarks = ", ".join("?" * len(ents))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for mid, ent, said_by in self._read(
+                f"SELECT m.id, e.entity, e.said_by FROM memory_entities e JOIN memories m ON m.pk = e.pk "
+                f"WHERE e.user_id = ? AND e.entity IN ({emarks}) AND m.id IN ({marks})",
+                (user_id, *ents, *chunk),
+            ):
+                out.setdefault(str(mid), {})[str(ent)] = bool(said_by)
+        return out
+
+    def matching(self, user_id: str, memory_ids: Sequence[str], filters: Filters) -> set[str]:
+        """Those of the given memories that pass ``filters``."""
+        if is_empty(filters):
+            return set(memory_ids)
+        where, params = filter_sql(filters)
+        out: set[str] = set()
+        ids = list(dict.fromkeys(memory_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            rows = self._read(
+                f"SELECT m.id FROM memories m WHERE m.user_id = ? AND m.id IN ({marks}) AND {where}",
+                (user_id, *chunk, *params),
+            )
+            out.update(str(r[0]) for r in rows)
+        return out
+
+    def spans(
+        self, user_id: str, memory_ids: Sequence[str]
+    ) -> dict[str, tuple[datetime, datetime | None, datetime | None]]:
+        """(timestamp, event start, event end) of the given memories."""
+        out: dict[str, tuple[datetime, datetime | None, datetime | None]] = {}
+        ids = list(dict.fromkeys(memory_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for mid, ts, ev_start, ev_end in self._read(
+                f"SELECT id, ts, event_time, event_end FROM memories WHERE +user_id = ? AND id IN ({marks})",
+                (user_id, *chunk),
+            ):
+                out[str(mid)] = (
+                    from_micros(int(ts)),
+                    None if ev_start is None else from_micros(int(ev_start)),
+                    None if ev_end is None else from_micros(int(ev_end)),
+                )
+        return out
+
+    def known_entities(self, user_id: str, names: Sequence[str]) -> builtins.list[str]:
+        """Those of ``names`` (canonical forms) that some memory of this user mentions."""
+        wanted = list(dict.fromkeys(names))[:500]
+        if not wanted:
+            return []
+        marks = ", ".join("?" * len(wanted))
+        rows = self._read(
+            f"SELECT DISTINCT entity FROM memory_entities WHERE user_id = ? AND entity IN ({marks})", (user_id, *wanted)
+        )
+        return [str(r[0]) for r in rows]
+
     # -- vectors -----------------------------------------------------------------------------------
     def _matrix(self, user_id: str) -> UserMatrix:
         version = self._version(user_id)
@@ -449,7 +559,8 @@ class SQLiteStore:
             else:
                 matrix = np.zeros((0, dim), dtype=np.float32)
             held = UserMatrix(version, [int(r[0]) for r in rows], [str(r[1]) for r in rows], matrix)
-            self._vectors.put(user_id, held)
+            if rows:  # an empty matrix may not even know its width yet: never cache one
+                self._vectors.put(user_id, held)
             return held
 
     def _dim(self) -> int:
