@@ -20,7 +20,7 @@ class RetrievalPreset:
     fusion: FusionSpec
     candidates: int = 100
     description: str = ""
-    context_width: int = 1
+    context_width: int = 2
     keyword_boost: float = 2.0
     mention_weight: float = 0.25
 

@@ -161,7 +161,7 @@ _EXTRA: dict[str, Normalizer] = dict.fromkeys(
 # names and its time constraint. Weights chosen on the tuning conversations of LoCoMo (docs/benchmarks.md).
 MULTI_DIM = FusionSpec(
     "weighted",
-    {"dense": 0.6, "lexical": 0.4, "context": 0.35, "entity": 0.25, "temporal": 0.2},
+    {"dense": 0.6, "lexical": 0.4, "context": 0.35, "session": 0.1, "entity": 0.25, "temporal": 0.2},
     normalizers=_EXTRA,
     tie_breaker="recency",
 )

@@ -12,7 +12,7 @@ from memlane.config import RetrievalPreset
 from memlane.embedding.base import Embedder
 from memlane.enrich.names import canonical_name
 from memlane.models import Filters, Hit
-from memlane.retrieval.context import context_scores
+from memlane.retrieval.context import context_scores, session_scores
 from memlane.retrieval.fusion import Fused, FusionSpec, fuse, normalize
 from memlane.retrieval.text import query_terms
 from memlane.store.base import Store
@@ -73,6 +73,8 @@ class Planner:
                 triggers["context"] = f"turns within {preset.context_width} of a memory in its session"
             else:
                 weights["context"] = 0.0
+        if "session" in weights:
+            triggers["session"] = "how well the memory's session as a whole matches the query"
         for dim in ("temporal", "category", "intent"):
             if dim in weights:
                 weights[dim] = 0.0  # engaged only once the query analysis finds evidence for them
@@ -120,7 +122,7 @@ class Retriever:
         pool = list(dict.fromkeys(k for s in signals.values() for k in s))
         returnable = set(pool)
         where: dict[str, tuple[str | None, int]] = {}
-        if "context" in dims and pool:
+        if dims & {"context", "session"} and pool:
             # Neighbours of candidates join the pool: a turn can be found by the turn that answers it.
             where = self._store.positions_around(user_id, pool, 2 * preset.context_width)
             extra = [k for k in where if k not in returnable]
@@ -132,8 +134,12 @@ class Retriever:
             signals["dense"].update(self._store.vector_scores(user_id, qvec, missing))
         if "lexical" in signals:
             signals["lexical"].update({k: lexical_all.get(k, 0.0) for k in pool if k not in signals["lexical"]})
-        if "context" in dims and where:
-            signals["context"] = context_scores(self._base(signals, plan.fusion), where, preset.context_width)
+        if dims & {"context", "session"} and where:
+            base = self._base(signals, plan.fusion)
+            if "context" in dims:
+                signals["context"] = context_scores(base, where, preset.context_width)
+            if "session" in dims:
+                signals["session"] = session_scores(base, where)
         if "entity" in dims and plan.entities:
             matches = self._store.entity_matches(user_id, plan.entities, pool)
             signals["entity"] = {
