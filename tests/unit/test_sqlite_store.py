@@ -112,3 +112,31 @@ def test_embedding_cache_reuses_vectors(tmp_path: Path, config: Config) -> None:
         assert Counting.calls == 2
         m.add("same words", user_id="v")
         assert Counting.calls == 2
+
+
+def test_a_store_of_the_first_schema_is_upgraded_with_positions(tmp_path: Path, config: Config) -> None:
+    from memlane.store.sqlite.schema import APPLICATION_ID, MIGRATIONS
+
+    path = tmp_path / "old.db"
+    name, sql = MIGRATIONS[0]
+    conn = sqlite3.connect(path)
+    for statement in sql.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    conn.execute("INSERT INTO migrations VALUES (?, datetime('now'))", (name,))
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    rows = [("a", "s", "first", 1), ("b", "s", "second", 2), ("c", "s", "third", 2), ("d", "t", "elsewhere", 1)]
+    for mid, session, text, ts in rows:
+        conn.execute(
+            "INSERT INTO memories (id, user_id, session_id, kind, text, ts, created_at, updated_at, importance, "
+            "confidence, content_hash, embed_hash) VALUES (?, 'u', ?, 'message', ?, ?, 0, 0, 0.5, 1.0, 'h', 'e')",
+            (mid, session, text, ts),
+        )
+    conn.commit()
+    conn.close()
+    with Memory(path, embedder=HashEmbedder(), config=config) as m:
+        items = m.list(user_id="u")
+        assert [(it.text, it.position) for it in items] == [("first", 0), ("elsewhere", 0), ("second", 1), ("third", 2)]
+        [added] = m.add("fourth", user_id="u", session_id="s").items
+        assert added.position == 3
