@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -56,6 +57,38 @@ def preset(name: str | None) -> RetrievalPreset:
         raise ConfigError(f"unknown retrieval preset {name!r}; choose one of {sorted(PRESETS)}") from None
 
 
+def with_weights(base: RetrievalPreset, name: str, weights: Mapping[str, float], description: str) -> RetrievalPreset:
+    """A copy of ``base`` under another name with other fusion weights."""
+    fusion = replace(base.fusion, weights=dict(weights))
+    return replace(base, name=name, fusion=fusion, description=description)
+
+
+def load_presets(path: Path) -> dict[str, RetrievalPreset]:
+    """Presets written by ``memlane tune`` (a JSON file: name -> base preset, weights, description)."""
+    if not path.is_file():
+        return {}
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return {
+            name: with_weights(preset(entry["base"]), name, entry["weights"], entry.get("description", ""))
+            for name, entry in raw.items()
+        }
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ConfigError(f"{path} is not a valid presets file: {exc}") from None
+
+
+def save_preset(path: Path, name: str, base: str, weights: Mapping[str, float], description: str) -> None:
+    """Add or replace a learned preset in the presets file (atomically)."""
+    if name in PRESETS or name == "default":
+        raise ConfigError(f"{name!r} is a built-in preset; choose another name")
+    raw: dict[str, object] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    raw[name] = {"base": base, "weights": dict(weights), "description": description}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(raw, indent=2, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def default_data_dir() -> Path:
     """``$MEMLANE_HOME``, else ``$XDG_DATA_HOME/memlane``, else ``~/.local/share/memlane``."""
     home = os.environ.get("MEMLANE_HOME")
@@ -81,7 +114,22 @@ class Config:
     def __post_init__(self) -> None:
         if self.max_text_chars <= 0 or self.embed_batch <= 0 or self.recency_half_life_days <= 0:
             raise ConfigError("max_text_chars, embed_batch and recency_half_life_days must be positive")
-        preset(self.preset)
+        self.preset_for(self.preset)
+
+    @property
+    def presets_file(self) -> Path:
+        return self.data_dir / "presets.json"
+
+    def preset_for(self, name: str | None) -> RetrievalPreset:
+        """A built-in preset, or one learned by ``memlane tune`` and saved in the data dir."""
+        key = self.preset if name is None else name
+        if key in (None, "default") or key in PRESETS:
+            return preset(key)
+        learned = load_presets(self.presets_file)
+        if key in learned:
+            return learned[key]
+        choices = sorted({*PRESETS, *learned})
+        raise ConfigError(f"unknown retrieval preset {key!r}; choose one of {choices}")
 
     @property
     def default_store(self) -> Path:

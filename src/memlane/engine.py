@@ -16,7 +16,7 @@ from typing import IO, Any, Self
 import numpy as np
 from pydantic import ValidationError as PydanticValidationError
 
-from memlane.config import Config, preset
+from memlane.config import Config, save_preset
 from memlane.embedding import Embedder, make_embedder
 from memlane.embedding.base import Vectors
 from memlane.enrich.names import canonical_name
@@ -40,6 +40,7 @@ from memlane.models import (
     utcnow,
 )
 from memlane.retrieval.search import Retriever
+from memlane.retrieval.tuning import FitResult, LabelledQuery, QueryMatrix, fit, split_groups
 from memlane.security.validation import check_metadata, check_text, optional_id, require_scope
 from memlane.store import Store, open_store
 from memlane.store.sqlite.store import embed_hash
@@ -239,7 +240,7 @@ class Memory:
         if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= 1000:
             raise ValidationError(f"top_k must be an integer from 1 to 1000, got {top_k!r}")
         flt = self._filters(filters)
-        chosen = preset(preset_name if preset_name is not None else self.config.preset)
+        chosen = self.config.preset_for(preset_name)
         self._check_embedder()
         now = utcnow()
         hits = self._retriever.search(query, user_id, top_k=top_k, filters=flt, preset=chosen, now=now)
@@ -249,6 +250,69 @@ class Memory:
                 h.memory.access_count += 1
                 h.memory.last_accessed = now
         return hits
+
+    def feedback(self, hit: Hit | str, *, useful: bool, query: str | None = None, user_id: str | None = None) -> None:
+        """Record whether a returned memory was useful for its query; ``memlane tune`` learns weights from this.
+
+        Pass the ``Hit`` that search returned (it knows its query and user), or a memory id with ``query``
+        and ``user_id``.
+        """
+        if isinstance(hit, Hit):
+            memory_id = hit.memory.id
+            user_id = user_id or hit.memory.user_id
+            query = query or hit.query
+        else:
+            memory_id = hit
+        user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
+        if not query:
+            raise ValidationError("feedback needs the query the memory was returned for")
+        query = check_text(query, max_chars=self.config.max_text_chars, what="query")
+        if not isinstance(useful, bool):
+            raise ValidationError(f"useful must be True or False, got {useful!r}")
+        self._store.add_feedback(user_id, query, memory_id, useful, utcnow())
+
+    def tune(
+        self,
+        queries: Sequence[LabelledQuery] | None = None,
+        *,
+        name: str,
+        base: str = "multi",
+        k: int = 10,
+        test_share: float = 0.3,
+        save: bool = True,
+    ) -> FitResult:
+        """Learn fusion weights from labelled queries (or from recorded feedback) and save them as preset ``name``.
+
+        Queries are split into fitting and held-out sides by group (a conversation, or the query itself), and the
+        result reports recall@k before and after on both; only the held-out gain says whether the weights help.
+        """
+        start = self.config.preset_for(base)
+        labelled = list(queries) if queries is not None else self._feedback_queries()
+        if not labelled:
+            raise ValidationError("no labelled queries: pass some, or record feedback on search results first")
+        now = utcnow()
+        dims = tuple(start.fusion.weights)
+        matrices = [
+            QueryMatrix.build(dims, self._retriever.features(q.query, q.user_id, start, now), q.relevant)
+            for q in labelled
+        ]
+        train, test = split_groups(labelled, test_share)
+        result = fit(matrices, start.fusion.weights, train, test, k=k)
+        if save:
+            description = (
+                f"learned from {result.train_queries} queries on {base}; recall@{k} on {result.test_queries} "
+                f"held-out queries {result.test_before:.3f} -> {result.test_after:.3f}"
+            )
+            save_preset(self.config.presets_file, name, start.name, result.weights, description)
+        return result
+
+    def _feedback_queries(self) -> builtins.list[LabelledQuery]:
+        grouped: dict[tuple[str, str], set[str]] = {}
+        for user_id, query, memory_id, useful in self._store.feedback():
+            relevant = grouped.setdefault((user_id, query), set())
+            if useful:
+                relevant.add(memory_id)
+        return [LabelledQuery(q, u, frozenset(r)) for (u, q), r in grouped.items() if r]
 
     @staticmethod
     def _filters(filters: FiltersInput) -> Filters:

@@ -140,6 +140,7 @@ class Hit(BaseModel):
     triggers: dict[str, str] = Field(
         default_factory=dict, description="for each dimension in the breakdown, what in the query engaged it"
     )
+    query: str = Field(default="", description="the query this hit answers (used by feedback)")
 
 
 class HistoryEvent(enum.StrEnum):

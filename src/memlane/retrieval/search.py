@@ -167,6 +167,17 @@ class Retriever:
                 base[k] = base.get(k, 0.0) + spec.weights[d] * v / total
         return base
 
+    def features(self, query: str, user_id: str, preset: RetrievalPreset, now: datetime) -> dict[str, dict[str, float]]:
+        """Each engaged dimension's normalised scores over the candidates: what fusion weighs, for tuning."""
+        plan = self.plan(query, user_id, preset)
+        signals, returnable = self.signals(query, user_id, Filters(), preset, plan, now)
+        spec = plan.fusion
+        return {
+            d: {k: v for k, v in normalize(signals[d], spec.normalizers.get(d, "minmax")).items() if k in returnable}
+            for d, w in spec.weights.items()
+            if w > 0 and d in signals
+        }
+
     def search(
         self,
         query: str,
@@ -188,6 +199,7 @@ class Retriever:
                 score=f.score,
                 breakdown=f.breakdown,
                 triggers={d: plan.triggers[d] for d in f.breakdown if d in plan.triggers},
+                query=query,
             )
             for f in ranked
             if f.key in items

@@ -145,6 +145,19 @@ class DimensionIndex(Protocol):
 
 
 @runtime_checkable
+class FeedbackLog(Protocol):
+    """Whether a returned memory was useful for a query: the labels ``memlane tune`` learns weights from."""
+
+    def add_feedback(self, user_id: str, query: str, memory_id: str, useful: bool, at: datetime) -> None:
+        """Record one judgement; ``NotFoundError`` if the user has no such memory."""
+        ...
+
+    def feedback(self, user_id: str | None = None) -> list[tuple[str, str, str, bool]]:
+        """(user_id, query, memory_id, useful), the latest judgement of each (user, query, memory)."""
+        ...
+
+
+@runtime_checkable
 class HistoryLog(Protocol):
     """Every recorded change of a memory."""
 
@@ -154,7 +167,7 @@ class HistoryLog(Protocol):
 
 
 @runtime_checkable
-class Store(RecordStore, TextIndex, VectorIndex, DimensionIndex, HistoryLog, Protocol):
+class Store(RecordStore, TextIndex, VectorIndex, DimensionIndex, FeedbackLog, HistoryLog, Protocol):
     """Everything the engine needs from a backend."""
 
     @property

@@ -101,4 +101,18 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         )
         """,
     ),
+    (
+        "0003_feedback",
+        """
+        CREATE TABLE feedback (
+            seq       INTEGER PRIMARY KEY,
+            user_id   TEXT NOT NULL,
+            query     TEXT NOT NULL,
+            memory_id TEXT NOT NULL,
+            useful    INTEGER NOT NULL,
+            at        INTEGER NOT NULL
+        );
+        CREATE INDEX feedback_user_memory ON feedback(user_id, memory_id)
+        """,
+    ),
 )

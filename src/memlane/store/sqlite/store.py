@@ -321,6 +321,7 @@ class SQLiteStore:
                 pk = int(row[0])
                 c.execute("DELETE FROM memories_fts WHERE rowid = ?", (pk,))
                 c.execute("DELETE FROM memories WHERE pk = ?", (pk,))  # vectors cascade
+                c.execute("DELETE FROM feedback WHERE user_id = ? AND memory_id = ?", (user_id, memory_id))
                 c.execute(
                     "UPDATE history SET old_text = NULL, new_text = NULL, changes = '{}' WHERE user_id = ? AND memory_id = ?",
                     (user_id, memory_id),
@@ -341,6 +342,7 @@ class SQLiteStore:
                 )
                 c.execute("DELETE FROM memories WHERE user_id = ?", (user_id,))
                 c.execute("DELETE FROM entities WHERE user_id = ?", (user_id,))
+                c.execute("DELETE FROM feedback WHERE user_id = ?", (user_id,))
                 c.execute("DELETE FROM history WHERE user_id = ?", (user_id,))
                 self._bump(c, user_id)
         except sqlite3.DatabaseError as exc:
@@ -374,6 +376,29 @@ class SQLiteStore:
                 )
         except sqlite3.DatabaseError as exc:
             raise _translate(exc, self._path) from exc
+
+    # -- feedback ----------------------------------------------------------------------------------
+    def add_feedback(self, user_id: str, query: str, memory_id: str, useful: bool, at: datetime) -> None:
+        try:
+            with self.atomic() as c:
+                row = c.execute("SELECT 1 FROM memories WHERE +user_id = ? AND id = ?", (user_id, memory_id)).fetchone()
+                if row is None:
+                    raise NotFoundError(f"no memory {memory_id!r} for user {user_id!r}")
+                c.execute(
+                    "INSERT INTO feedback (user_id, query, memory_id, useful, at) VALUES (?, ?, ?, ?, ?)",
+                    (user_id, query, memory_id, int(useful), to_micros(at)),
+                )
+        except sqlite3.DatabaseError as exc:
+            raise _translate(exc, self._path) from exc
+
+    def feedback(self, user_id: str | None = None) -> builtins.list[tuple[str, str, str, bool]]:
+        """Recorded feedback as (user_id, query, memory_id, useful), oldest first; the latest word on a pair wins."""
+        scope, params = ("WHERE user_id = ? ", (user_id,)) if user_id is not None else ("", ())
+        rows = self._read(f"SELECT user_id, query, memory_id, useful FROM feedback {scope}ORDER BY seq", params)
+        latest: dict[tuple[str, str, str], bool] = {}
+        for uid, query, mid, useful in rows:
+            latest[(str(uid), str(query), str(mid))] = bool(useful)
+        return [(u, q, m, v) for (u, q, m), v in latest.items()]
 
     # -- history -----------------------------------------------------------------------------------
     def _log(
