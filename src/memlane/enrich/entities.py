@@ -1,0 +1,463 @@
+"""Finding the entities a turn mentions (offline rules) and resolving their aliases to canonical names per user."""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Final
+
+from memlane.enrich.temporal import candidate_spans
+
+log = logging.getLogger(__name__)
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+def _phrases(text: str) -> frozenset[str]:
+    return frozenset(" ".join(phrase.split()) for phrase in text.split(","))
+
+
+KINDS: Final = ("person", "place", "organisation", "product", "date", "quantity", "other")
+
+
+@dataclass(frozen=True)
+class EntityMention:
+    """An entity named in a text: its surface ``text``, ``kind`` (one of ``KINDS``) and character offsets.
+
+    ``start``/``end`` index into the text (``text[start:end]``); a speaker mention added for a speaker the text
+    does not name has ``start == end == -1``.
+    """
+
+    text: str
+    kind: str
+    start: int
+    end: int
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Word lists: closed classes and conversational fillers, data rather than logic.
+
+_KIN: Final = (
+    "sister|brother|sis|bro|mom|mum|mother|dad|father|mommy|daddy|parents|wife|husband|partner|fiance|fiancee|"
+    "fiancé|fiancée|boyfriend|girlfriend|bf|gf|son|daughter|kid|kids|child|baby|grandma|grandmother|grandpa|"
+    "grandfather|granddaughter|grandson|aunt|auntie|uncle|cousin|niece|nephew|friend|best friend|bestie|buddy|"
+    "roommate|flatmate|neighbor|neighbour|boss|manager|colleague|coworker|co-worker|mentor|teacher|coach|"
+    "therapist|doctor|dog|cat|puppy|kitten|pet|horse|bird|hamster|rabbit|bunny|ex|stepmom|stepdad|in-laws|"
+    "mother-in-law|father-in-law|sister-in-law|brother-in-law"
+)
+_ANIMALS: Final = _words(
+    """
+    dog cat puppy kitten pet horse bird hamster rabbit bunny
+    """
+)
+
+_HONORIFICS: Final = _words(
+    """
+    mr mrs ms miss mx dr prof professor sir madam dame lord lady aunt auntie uncle grandma grandpa coach officer
+    captain judge rev father sister brother saint st
+    """
+)
+
+# Capitalised words that are rarely names when they open a sentence or stand alone.
+_NOT_NAMES: Final = _words(
+    """
+    i i'm i've i'd i'll im ive id ill the a an hey hi hello hiya yo oh ah wow yay yes yeah yep nope no ok okay thanks thank
+    thx congrats congratulations sorry please sure great good nice cool awesome amazing lol haha hmm well so and
+    but or because if when where what who whom whose which why how that this these those there here it its it's
+    they we you he she me my our your his her their them us just also really maybe anyway btw omg wait look see
+    let let's yesterday today tomorrow tonight honestly actually absolutely totally definitely exactly glad happy
+    love welcome bye goodbye cheers dear morning evening afternoon night hope sounds sound can could would should
+    will did do does is are was were have has had been being am not never always sometimes often usually then now
+    after before during since until while though although still even only all any some every each both either
+    neither one two three first last next same other another such very too more most much many few several small
+    long short best better good bad happy sad totally wanna gonna gotta yup alright mhm
+    """
+)
+
+_ORG_SUFFIX: Final = _words(
+    """
+    inc inc. corp corp. corporation llc ltd ltd. co co. company university college school academy institute bank
+    hospital clinic club group foundation association society centre center church studio studios labs lab agency
+    team fc united airlines motors technologies systems partners council ministry department museum gallery
+    library theatre theater charity shelter restaurant cafe café bakery store shop
+    """
+)
+_PLACE_SUFFIX: Final = _words(
+    """
+    street st. avenue ave road rd boulevard blvd lane park lake river mountain mountains mount beach city county
+    island islands valley bay coast canyon forest desert falls village town square bridge state province region
+    hills tower palace castle temple cathedral airport station national
+    """
+)
+
+# Countries and large cities most often named in conversation; any other place is found by its cue ("in X").
+_PLACES: Final = _phrases(
+    """
+    usa, us, america, canada, mexico, brazil, argentina, chile, peru, colombia, uk, england, scotland, wales,
+    ireland, france, germany, spain, portugal, italy, greece, netherlands, holland, belgium, switzerland, austria,
+    sweden, norway, denmark, finland, iceland, poland, russia, ukraine, turkey, egypt, morocco, kenya, nigeria,
+    ghana, ethiopia, south africa, israel, india, pakistan, china, japan, korea, south korea, vietnam, thailand,
+    singapore, malaysia, indonesia, philippines, australia, new zealand, hawaii, alaska, california, texas,
+    florida, new york, new york city, nyc, london, paris, berlin, madrid, rome, barcelona, amsterdam, vienna,
+    prague, dublin, lisbon, athens, istanbul, moscow, tokyo, kyoto, beijing, shanghai, hong kong, seoul, bangkok,
+    delhi, mumbai, sydney, melbourne, toronto, vancouver, montreal, chicago, boston, seattle, san francisco, los
+    angeles, miami, las vegas, vegas, denver, austin, portland, atlanta, nashville, orlando, washington, munich,
+    hamburg, cairo, dubai, rio, bali, mexico city, yosemite, europe, asia, africa
+    """
+)
+
+_PLACE_CUE: Final = re.compile(r"(?:\b(?:in|to|from|near|visit|visited|visiting|around|across|moved to|trip to)\s+)$")
+_ORG_CUE: Final = re.compile(r"(?:\b(?:work(?:s|ed|ing)? (?:at|for)|job at|joined|hired by|intern(?:ing)? at)\s+)$")
+_PRODUCT_CUE: Final = re.compile(
+    r"(?:\b(?:bought|buy|buying|purchased|ordered|got (?:a|an|the|my)|new|using|use|uses|play(?:s|ed|ing)?|"
+    r"watch(?:ed|ing)?|read(?:ing)?|download(?:ed)?|install(?:ed)?)\s+(?:(?:a|an|the|my)\s+)?)$"
+)
+_PERSON_CUE: Final = re.compile(r"(?:\b(?:named|called|with|met|meet|told|asked|and|hey|hi|dear|thanks|thank you)\s+)$")
+
+# A capitalised word: an upper-case first letter (Latin, with accents) then word characters, apostrophes, hyphens.
+_CAP_WORD = r"[A-ZÀ-ÖØ-Þ][\w'’\-]*"
+_CONNECTOR = r"(?:of|de|del|della|da|di|la|le|van|von|der|den|du|the|&|y|al|bin|ibn)"
+_TITLE = r"(?:(?:Mr|Mrs|Ms|Dr|Prof|St|Mt)\.\s+)"
+_CAP_RUN: Final = re.compile(rf"(?<![\w'’]){_TITLE}?{_CAP_WORD}(?:\s+(?:{_CONNECTOR}\s+){{0,2}}{_CAP_WORD})*")
+_SENTENCE_BREAK: Final = re.compile(r"(?:^|[.!?…:;\n\"“”(]\s*|[-–—]\s+)$")
+_MIXED_CASE: Final = re.compile(r"(?<![\w'’])[a-z]+[A-Z][\w\-]*")  # iPhone, eBay, macOS
+_KIN_MENTION: Final = re.compile(
+    rf"\b(?:my|our|his|her|their|your)\s+(?:(?:little|big|older|younger|baby|best)\s+)?(?:{_KIN})\b", re.I
+)
+_POSSESSIVE_KIN: Final = re.compile(
+    rf"(?<![\w'’])({_CAP_WORD})['’]s\s+(?:(?:little|big|older|younger|best)\s+)?(?:{_KIN})\b"
+)
+
+_UNITS = (
+    r"%|percent|per\s?cent|km|kms|kilometers?|kilometres?|miles?|mi|m|meters?|metres?|cm|mm|ft|feet|foot|inch(?:es)?|"
+    r"kg|kgs|kilos?|g|grams?|lbs?|pounds?|oz|ounces?|l|liters?|litres?|ml|gallons?|hours?|hrs?|minutes?|mins?|"
+    r"seconds?|secs?|days?|weeks?|months?|years?|yrs?|times|x|dollars?|bucks|euros?|cents?|pence|yen|calories|"
+    r"kcal|steps|laps|reps|sets|pages|books|kids|children|people|degrees|°[cf]?|gb|mb|tb|ghz|mph|kph|km/h"
+)
+_QUANTITY: Final = re.compile(
+    rf"(?:[$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|m|bn|million|billion|thousand))?"
+    rf"|(?<![\w.])\d[\d,]*(?:\.\d+)?(?:\s?(?:k|million|billion|thousand|hundred))?(?:\s?(?:{_UNITS})\b)?)",
+    re.IGNORECASE,
+)
+
+_POSSESSIVE: Final = re.compile(r"['’]s$|['’]$")
+_NON_WORD: Final = re.compile(r"[^\w\s&-]+")
+_SPACES: Final = re.compile(r"\s+")
+
+
+@lru_cache(maxsize=65_536)
+def canonical(name: str) -> str:
+    """The canonical key of a name: NFKD, diacritics dropped, case-folded, possessives and punctuation removed.
+
+    ``canonical("José's") == canonical("jose") == "jose"``; ``canonical("Dr. Anna  Smith") == "dr anna smith"``.
+    """
+    text = unicodedata.normalize("NFKD", name.strip())
+    text = "".join(ch for ch in text if not unicodedata.combining(ch)).casefold()
+    text = " ".join(_POSSESSIVE.sub("", word) for word in text.split())
+    text = _NON_WORD.sub(" ", text)
+    return _SPACES.sub(" ", text).strip()
+
+
+def _strip_honorific(key: str) -> str:
+    words = key.split()
+    while len(words) > 1 and words[0] in _HONORIFICS:
+        words = words[1:]
+    return " ".join(words)
+
+
+def _is_sentence_start(text: str, start: int) -> bool:
+    return _SENTENCE_BREAK.search(text, max(0, start - 3), start) is not None
+
+
+def _kind_of(text: str, start: int, span: str, words: list[str]) -> str:
+    """Guess the kind of a capitalised span from its suffix word and the words before it."""
+    keys = {_POSSESSIVE.sub("", word.lower()) for word in words}
+    first = words[0].lower().rstrip(".")
+    if keys & _ORG_SUFFIX:
+        return "organisation"
+    if keys & _PLACE_SUFFIX or canonical(span) in _PLACES:
+        return "place"
+    if first in _HONORIFICS and len(words) > 1:
+        return "person"
+    before = text[max(0, start - 40) : start].lower()
+    if _ORG_CUE.search(before):
+        return "organisation"
+    if _PRODUCT_CUE.search(before) or any(ch.isdigit() for ch in span):
+        return "product"
+    if _PLACE_CUE.search(before) or before.endswith(" at "):
+        return "place"
+    if len(span) > 1 and span.isupper():
+        return "other"
+    if _PERSON_CUE.search(before) or len(words) <= 2:
+        return "person"
+    return "other"
+
+
+def _plain(word: str) -> str:
+    return word.lower().replace("’", "'")
+
+
+_ALWAYS_DROP: Final = frozenset({"i", "i'm", "i've", "i'd", "i'll", "im", "ive"})
+_OPENER_NAME: Final = re.compile(r"(?:['’]s\b|\s*,\s*(?:my|our)\b|\s+and\s+I\b|\s+(?:said|says|told|asked)\b)")
+
+
+def _trim(words: list[str], text: str, start: int, known: Collection[str]) -> tuple[list[str], int]:
+    """Drop leading words that are sentence openers or fillers rather than names; returns words and new start."""
+    offset = start
+    while words:
+        word = words[0]
+        plain = _plain(word)
+        opener = _is_sentence_start(text, offset)
+        filler = plain in _NOT_NAMES and (opener or len(words) == 1 or plain in _ALWAYS_DROP)
+        if not filler and opener and len(words) == 1 and canonical(word) not in known:
+            after = offset + len(word)
+            possessive = _POSSESSIVE.search(word) is not None
+            filler = not possessive and _OPENER_NAME.match(text, after) is None and not _is_name_like(text, word)
+        if not filler:
+            break
+        offset += len(word)
+        words = words[1:]
+        while offset < len(text) and text[offset].isspace():
+            offset += 1
+    return words, offset
+
+
+def _is_name_like(text: str, word: str) -> bool:
+    """A sentence-opening word counts as a name when the same word also appears capitalised mid-sentence."""
+    position = text.find(word, 1)
+    while position > 0:
+        if not _is_sentence_start(text, position) and not text[position - 1].isalnum():
+            return True
+        position = text.find(word, position + 1)
+    return False
+
+
+def extract_entities(text: str, speaker: str | None = None, *, known: Collection[str] = ()) -> list[EntityMention]:
+    """The entities ``text`` mentions, in text order, by offline rules; the speaker is always a person mention.
+
+    Capitalised spans not explained by a sentence start (unless the word is capitalised elsewhere too, or is in
+    ``known``, a collection of canonical names), with their kind from suffixes ("... University", "... Street")
+    and cues ("at/in/from X", "works at X", "bought X"); kinship mentions ("my sister", "Anna's brother");
+    mixed-case product names (iPhone); time expressions as ``date``; money, numbers with units as ``quantity``.
+    """
+    mentions: list[EntityMention] = []
+    taken = bytearray(len(text))  # characters already inside a mention
+
+    def add(mention: EntityMention) -> None:
+        if any(taken[mention.start : mention.end]):
+            return
+        taken[mention.start : mention.end] = b"\x01" * (mention.end - mention.start)
+        mentions.append(mention)
+
+    for start, end in candidate_spans(text):
+        add(EntityMention(text[start:end], "date", start, end))
+    for match in _KIN_MENTION.finditer(text):
+        add(EntityMention(match.group(0), "person", match.start(), match.end()))
+    for match in _POSSESSIVE_KIN.finditer(text):
+        add(EntityMention(match.group(0), "person", match.start(), match.end()))
+    for match in _CAP_RUN.finditer(text):
+        words = match.group(0).split()
+        while words and _plain(words[-1]) in _ALWAYS_DROP:  # "Wish I", "Lately I've"
+            words = words[:-1]
+        words, start = _trim(words, text, match.start(), known)
+        # connectors left dangling at the end ("Bank of") are not part of the name
+        while words and re.fullmatch(_CONNECTOR, words[-1], re.IGNORECASE):
+            words = words[:-1]
+        if not words:
+            continue
+        end = text.index(words[-1], start) + len(words[-1])
+        span = text[start:end]
+        stripped = _POSSESSIVE.sub("", span)
+        end -= len(span) - len(stripped)
+        if len(stripped) < 2 or canonical(stripped) in _NOT_NAMES:
+            continue
+        add(EntityMention(stripped, _kind_of(text, start, stripped, words), start, end))
+    for match in _MIXED_CASE.finditer(text):
+        add(EntityMention(match.group(0), "product", match.start(), match.end()))
+    for match in _QUANTITY.finditer(text):
+        value = match.group(0).rstrip(",. ")
+        if value:
+            add(EntityMention(value, "quantity", match.start(), match.start() + len(value)))
+    mentions.sort(key=lambda m: m.start)
+    if speaker and speaker.strip():
+        key = canonical(speaker)
+        if not any(m.kind == "person" and canonical(m.text) == key for m in mentions):
+            mentions.append(EntityMention(speaker.strip(), "person", -1, -1))
+    return mentions
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Resolution across memories.
+
+
+@dataclass(frozen=True)
+class AliasRow:
+    """One row of a user's entity table: ``alias`` (a canonical key) resolves to ``target`` (a canonical name).
+
+    The entity itself has a row whose alias equals its target, carrying its ``kind`` and best ``display`` form.
+    """
+
+    alias: str
+    target: str
+    kind: str
+    display: str
+
+
+_NAMED_KIN: Final = re.compile(
+    rf"\b(?P<owner>[Mm]y|[Oo]ur)\s+(?:(?:little|big|older|younger|baby|best)\s+)?(?P<kin>{_KIN})"
+    rf"(?:\s*,\s*|\s+(?:named|called)\s+|\s+is\s+(?:named|called)\s+|['’]s\s+name\s+is\s+|\s+)"
+    rf"(?P<name>{_CAP_WORD}(?:\s+{_CAP_WORD})?)"
+)
+_A_KIN_NAMED: Final = re.compile(
+    rf"\b(?P<owner>[Aa]n?|[Tt]he)\s+(?:new\s+|little\s+|baby\s+)?(?P<kin>{_KIN})\s+(?:named|called)\s+"
+    rf"(?P<name>{_CAP_WORD}(?:\s+{_CAP_WORD})?)"
+)
+_NAME_THEN_KIN: Final = re.compile(
+    rf"(?P<name>{_CAP_WORD}(?:\s+{_CAP_WORD})?)\s*(?:,|\(|-|–)\s*(?P<owner>[Mm]y|[Oo]ur)\s+"
+    rf"(?:(?:little|big|older|younger|baby|best)\s+)?(?P<kin>{_KIN})\b"
+)
+
+
+class EntityResolver:
+    """A per-user alias table, learnt from the turns it observes, held in memory.
+
+    It learns ``speaker's kin -> name`` from "my sister Anna", "my dog named Pepper" and "Anna, my sister";
+    ``first name -> full name`` once a full name was seen (and forgets it when two full names share it). Persist
+    it with ``to_rows()`` / ``from_rows()``.
+    """
+
+    def __init__(self) -> None:
+        self._aliases: dict[str, str] = {}
+        self._kinds: dict[str, str] = {}
+        self._display: dict[str, str] = {}
+        self._ambiguous: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    @property
+    def names(self) -> list[str]:
+        """Canonical names of the entities known so far."""
+        return sorted(self._kinds)
+
+    def _add_entity(self, display: str, kind: str) -> str:
+        key = _strip_honorific(canonical(display))
+        if not key:
+            return key
+        if key in self._aliases:  # a known alias, e.g. a first name already tied to a full name
+            return self._aliases[key]
+        if key not in self._kinds or (self._kinds[key] == "other" and kind != "other"):
+            self._kinds[key] = kind
+        if len(display) >= len(self._display.get(key, "")):
+            self._display[key] = display.strip()
+        words = key.split()
+        if kind == "person" and len(words) in (2, 3):
+            self._learn_first_name(words[0], key)
+        return key
+
+    def _learn_first_name(self, first: str, full: str) -> None:
+        if first in self._ambiguous:
+            return
+        current = self._aliases.get(first)
+        if current is not None and current != full:
+            del self._aliases[first]
+            self._ambiguous.add(first)
+            return
+        self._aliases[first] = full
+        if first in self._kinds:  # the first name seen alone so far was this person all along
+            del self._kinds[first]
+            self._display.pop(first, None)
+            for alias, target in self._aliases.items():
+                if target == first:
+                    self._aliases[alias] = full
+
+    def _add_alias(self, alias: str, target: str) -> None:
+        alias = canonical(alias)
+        if alias and target and alias != target:
+            self._aliases[alias] = target
+
+    def observe(self, text: str, speaker: str | None = None) -> list[EntityMention]:
+        """Learn the entities and aliases of one turn; returns the turn's mentions."""
+        mentions = extract_entities(text, speaker, known=self._kinds)
+        for mention in mentions:
+            relational = _KIN_MENTION.fullmatch(mention.text) or _POSSESSIVE_KIN.fullmatch(mention.text)
+            if mention.kind not in ("date", "quantity") and not relational:
+                self._add_entity(mention.text, mention.kind)
+        owner = canonical(speaker) if speaker else ""
+        for pattern in (_NAMED_KIN, _A_KIN_NAMED, _NAME_THEN_KIN):
+            for match in pattern.finditer(text):
+                name = match.group("name")
+                if canonical(name) in _NOT_NAMES:
+                    continue
+                kin = canonical(match.group("kin"))
+                target = self._add_entity(name, "other" if kin in _ANIMALS else "person")
+                self._add_alias(f"{owner} {kin}" if owner else f"my {kin}", target)
+        return mentions
+
+    def resolve(self, mention_text: str, speaker: str | None = None) -> str:
+        """The canonical name a mention refers to; the mention's own canonical form when nothing better is known.
+
+        "my sister" resolves through ``speaker`` ("Caroline's sister" works without one); a first name resolves
+        to the full name; a unique prefix of at least three letters of one known first name ("Mel") resolves to
+        that person.
+        """
+        key = _strip_honorific(canonical(mention_text))
+        if not key:
+            return key
+        words = key.split()
+        if speaker and words[0] in ("my", "our"):
+            owned = canonical(f"{speaker} {' '.join(words[1:])}")
+            if owned in self._aliases:
+                key = owned
+        for _ in range(4):  # follow alias chains, bounded against cycles
+            target = self._aliases.get(key)
+            if target is None or target == key:
+                break
+            key = target
+        if len(key.split()) != 1 or len(key) < 3 or self._kinds.get(key, "person") != "person":
+            return key
+        # a short form of exactly one known person's first name ("Mel" for Melanie)
+        longer = {
+            name for name, kind in self._kinds.items() if kind == "person" and name != key and name.startswith(key)
+        }
+        return longer.pop() if len(longer) == 1 else key
+
+    def resolve_all(self, mentions: Iterable[EntityMention], speaker: str | None = None) -> list[str]:
+        """Distinct canonical names of the person, place, organisation, product and other mentions, in order."""
+        out: dict[str, None] = {}
+        for mention in mentions:
+            if mention.kind in ("date", "quantity"):
+                continue
+            name = self.resolve(mention.text, speaker)
+            if name:
+                out.setdefault(name, None)
+        return list(out)
+
+    def to_rows(self) -> list[AliasRow]:
+        """The table: one row per entity (alias == target) and one per alias."""
+        rows = [AliasRow(key, key, kind, self._display.get(key, key)) for key, kind in sorted(self._kinds.items())]
+        for alias in sorted(self._aliases):
+            target = self.resolve(alias)
+            if alias != target and alias not in self._kinds:
+                rows.append(
+                    AliasRow(alias, target, self._kinds.get(target, "other"), self._display.get(target, target))
+                )
+        return rows
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[AliasRow]) -> EntityResolver:
+        """Rebuild a resolver from rows written by ``to_rows``."""
+        resolver = cls()
+        for row in rows:
+            if row.alias == row.target:
+                resolver._kinds[row.target] = row.kind
+                resolver._display[row.target] = row.display
+            else:
+                resolver._aliases[row.alias] = row.target
+        return resolver

@@ -1,0 +1,61 @@
+"""Write-time enrichment of new memories: entities, event time, category, intent and importance in one pass."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+
+from memlane.embedding.base import Embedder, Vectors
+from memlane.enrich.classify import CATEGORIES, INTENTS, IntentClassifier, PrototypeClassifier
+from memlane.enrich.entities import EntityResolver, canonical
+from memlane.enrich.importance import importance
+from memlane.enrich.temporal import event_time
+from memlane.models import MemoryItem
+
+log = logging.getLogger(__name__)
+
+# What a query can look for in a memory's intent: questions and requests are what queries are, not what they seek.
+SOUGHT_INTENTS = {label: examples for label, examples in INTENTS.items() if label not in ("question", "request")}
+
+
+class Enricher:
+    """Fills the write-time dimensions of memories whose vectors were just computed.
+
+    The classifiers embed their prototype sentences once, with the store's embedder, on first use.
+    """
+
+    def __init__(self, embedder: Embedder) -> None:
+        self._categories = PrototypeClassifier(embedder, CATEGORIES)
+        self._intents = IntentClassifier(embedder, INTENTS)
+        self._sought = PrototypeClassifier(embedder, SOUGHT_INTENTS)
+        self._lock = threading.Lock()
+
+    def enrich(self, items: Sequence[MemoryItem], vectors: Vectors, resolver: EntityResolver) -> None:
+        """Set entities, event span, category, intent and importance of ``items`` (in place), in order.
+
+        ``resolver`` is the user's alias table; it learns from these turns (persist it with the items).
+        """
+        if not items:
+            return
+        with self._lock:  # classifiers build their prototypes lazily
+            categories = self._categories.classify(vectors)
+            intents = self._intents.classify(vectors, [it.text for it in items])
+        for item, category, intent in zip(items, categories, intents, strict=True):
+            mentions = resolver.observe(item.text, item.speaker)
+            names = resolver.resolve_all(mentions, item.speaker)
+            speaker = canonical(item.speaker) if item.speaker else ""
+            item.entities = list(dict.fromkeys([speaker, *names] if speaker else names))
+            span = event_time(item.text, item.timestamp)
+            if span is not None:
+                item.event_time, item.event_end = span.start, span.end
+            item.category = category[0][0]
+            item.intent = intent[0][0]
+            item.importance = importance(item.text, role=item.role, kind=item.kind.value, mentions=mentions)
+
+    def query_labels(self, vector: Vectors) -> tuple[tuple[str, float], tuple[str, float]]:
+        """The best category of a query, and the intent of the memories it looks for, each with its score."""
+        with self._lock:
+            category = self._categories.classify(vector)[0][0]
+            sought = self._sought.classify(vector)[0][0]
+        return category, sought

@@ -1,0 +1,147 @@
+"""Rule-based entity mentions and the per-user alias table."""
+
+from __future__ import annotations
+
+import pytest
+
+from memlane.enrich.entities import AliasRow, EntityMention, EntityResolver, canonical, extract_entities
+
+
+def kinds(text: str, speaker: str | None = None) -> dict[str, str]:
+    return {m.text: m.kind for m in extract_entities(text, speaker)}
+
+
+def test_offsets_point_into_the_text() -> None:
+    text = "My sister Anna moved to New York and works at Goldman Sachs."
+    for mention in extract_entities(text):
+        assert text[mention.start : mention.end] == mention.text
+
+
+def test_people_places_organisations() -> None:
+    found = kinds("My sister Anna just moved to New York and works at Goldman Sachs.")
+    assert found["Anna"] == "person"
+    assert found["New York"] == "place"
+    assert found["Goldman Sachs"] == "organisation"
+    assert found["My sister"] == "person"
+
+
+def test_suffixes_and_honorifics() -> None:
+    found = kinds("Went hiking with Dr. Smith at Yosemite National Park, then visited the University of Michigan.")
+    assert found["Dr. Smith"] == "person"
+    assert found["Yosemite National Park"] == "place"
+    assert found["University of Michigan"] == "organisation"
+    assert "Went" not in found
+
+
+def test_products_quantities_dates() -> None:
+    found = kinds("I bought a new iPhone for $999 last Saturday and ran 5 km.")
+    assert found["iPhone"] == "product"
+    assert found["$999"] == "quantity"
+    assert found["5 km"] == "quantity"
+    assert found["last Saturday"] == "date"
+
+
+def test_sentence_openers_and_fillers_are_not_names() -> None:
+    assert kinds("Thanks! Painting is my thing. Honestly, I love it.") == {}
+    assert kinds("Hey Mel! Good to see you!") == {"Mel": "person"}
+
+
+def test_sentence_opening_name_is_kept_when_it_is_a_name() -> None:
+    assert kinds("Anna, my sister, is a nurse.")["Anna"] == "person"
+    assert "Caroline" in kinds("Caroline's painting won a prize.")
+    assert "Pepper" in {m.text for m in extract_entities("Pepper loves the park.", known={"pepper"})}
+
+
+def test_speaker_is_a_person_mention() -> None:
+    mentions = extract_entities("I adopted a dog last week.", "Maya")
+    assert EntityMention("Maya", "person", -1, -1) in mentions
+    # named in the text: no extra mention
+    assert [m.text for m in extract_entities("Maya here, hi!", "Maya")].count("Maya") == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Ich war gestern mit Anna in München. 😀",
+        "我昨天去了北京。",
+        "ذهبت إلى القاهرة أمس",
+        "🎉🎂😀",
+        "",
+        "   ",
+        "$$$ ??? ...",
+    ],
+)
+def test_non_english_and_emoji_do_not_crash(text: str) -> None:
+    mentions = extract_entities(text, "Ana")
+    assert all(m.kind in {"person", "place", "organisation", "product", "date", "quantity", "other"} for m in mentions)
+
+
+def test_german_capitalised_names_are_found() -> None:
+    found = kinds("Ich war gestern mit Anna in München.")
+    assert found.get("Anna") == "person"
+    assert found.get("München") == "place"
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [
+        ("José's", "jose"),
+        ("  Anna   SMITH ", "anna smith"),
+        ("Caroline’s", "caroline"),
+        ("Zoë", "zoe"),
+        ("北京", "北京"),
+    ],
+)
+def test_canonical(name: str, key: str) -> None:
+    assert canonical(name) == key
+
+
+def test_resolver_learns_kinship_aliases_per_speaker() -> None:
+    resolver = EntityResolver()
+    resolver.observe("My sister Anna just moved to Berlin.", "Maya")
+    resolver.observe("Anna, my sister, is a nurse.", "Tom")
+    resolver.observe("I adopted a dog named Pepper.", "Maya")
+    assert resolver.resolve("my sister", speaker="Maya") == "anna"
+    assert resolver.resolve("Maya's sister") == "anna"
+    assert resolver.resolve("Tom's sister") == "anna"
+    assert resolver.resolve("my dog", speaker="Maya") == "pepper"
+    assert resolver.resolve("my dog", speaker="Tom") == "my dog"  # Tom never named a dog
+
+
+def test_first_name_resolves_to_the_full_name_unless_ambiguous() -> None:
+    resolver = EntityResolver()
+    resolver.observe("My sister Anna called.", "Maya")
+    resolver.observe("Anna Schmidt sent me flowers.", "Maya")
+    assert resolver.resolve("Anna") == "anna schmidt"
+    assert resolver.resolve("my sister", speaker="Maya") == "anna schmidt"
+    resolver.observe("I met Anna Lee at work.", "Maya")
+    assert resolver.resolve("Anna") == "anna"  # two full names share it: no guess
+    assert resolver.resolve("Anna Lee") == "anna lee"
+
+
+def test_short_form_of_a_unique_first_name() -> None:
+    resolver = EntityResolver()
+    resolver.observe("Hey Mel!", "Caroline")
+    resolver.observe("Thanks, Melanie!", "Caroline")
+    assert resolver.resolve("Mel") == "melanie"
+    assert resolver.resolve("Me") == "me"  # too short to guess
+
+
+def test_rows_round_trip() -> None:
+    resolver = EntityResolver()
+    resolver.observe("My sister Anna moved to New York.", "Maya")
+    resolver.observe("Anna Schmidt works at Goldman Sachs.", "Maya")
+    rows = resolver.to_rows()
+    assert all(isinstance(row, AliasRow) for row in rows)
+    assert len({row.alias for row in rows}) == len(rows)  # one row per alias: a primary key
+    assert AliasRow("maya sister", "anna schmidt", "person", "Anna Schmidt") in rows
+    copy = EntityResolver.from_rows(rows)
+    assert copy.to_rows() == rows
+    assert copy.resolve("my sister", speaker="Maya") == "anna schmidt"
+    assert copy.names == resolver.names
+
+
+def test_resolve_all_skips_dates_and_quantities() -> None:
+    resolver = EntityResolver()
+    mentions = resolver.observe("My sister Anna ran 5 km in New York yesterday.", "Maya")
+    assert resolver.resolve_all(mentions, "Maya") == ["anna", "new york", "maya"]
