@@ -24,6 +24,7 @@ class RetrievalPreset:
     context_width: int = 2
     keyword_boost: float = 2.0
     mention_weight: float = 0.25
+    label_confidence: float = 0.3
 
 
 PRESETS: Final[Mapping[str, RetrievalPreset]] = {

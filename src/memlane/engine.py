@@ -19,7 +19,8 @@ from pydantic import ValidationError as PydanticValidationError
 from memlane.config import Config, save_preset
 from memlane.embedding import Embedder, make_embedder
 from memlane.embedding.base import Vectors
-from memlane.enrich.names import canonical_name
+from memlane.enrich.entities import AliasRow, EntityResolver
+from memlane.enrich.pipeline import Enricher
 from memlane.errors import (
     EmbedderMismatchError,
     ImportFormatError,
@@ -43,6 +44,7 @@ from memlane.retrieval.search import Retriever
 from memlane.retrieval.tuning import FitResult, LabelledQuery, QueryMatrix, fit, split_groups
 from memlane.security.validation import check_metadata, check_text, optional_id, require_scope
 from memlane.store import Store, open_store
+from memlane.store.base import AliasTuple
 from memlane.store.sqlite.store import embed_hash
 
 log = logging.getLogger(__name__)
@@ -92,7 +94,10 @@ class Memory:
             else make_embedder(embedder or self.config.embedder, cache_dir=self.config.model_cache)
         )
         self._store: Store = open_store(target)
-        self._retriever = Retriever(self._store, self._embedder, half_life_days=self.config.recency_half_life_days)
+        self._enricher = Enricher(self._embedder)
+        self._retriever = Retriever(
+            self._store, self._embedder, self._enricher, half_life_days=self.config.recency_half_life_days
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def __enter__(self) -> Self:
@@ -161,21 +166,37 @@ class Memory:
                     updated_at=now,
                     content_hash=content_hash(user_id, agent_id, session_id, MemoryKind.MESSAGE.value, text),
                     metadata=meta,
-                    entities=[canonical_name(msg.name)] if msg.name and canonical_name(msg.name) else [],
                 )
             )
         self._insert(items)
         return AddResult(items=items)
 
-    def _insert(self, items: Sequence[MemoryItem], event: HistoryEvent = HistoryEvent.ADD) -> None:
+    def _insert(
+        self, items: Sequence[MemoryItem], event: HistoryEvent = HistoryEvent.ADD, *, enrich: bool = True
+    ) -> None:
         if not items:
             return
         self._check_embedder()
         texts = [index_text(it) for it in items]
         vectors = self._embed(texts)
+        aliases = self._enrich(items, vectors) if enrich else None
         if self._store.embedder_identity() is None:
             self._store.set_embedder_identity(self._embedder.identity, self._embedder.dim)
-        self._store.insert(items, texts, vectors, event=event)
+        self._store.insert(items, texts, vectors, event=event, aliases=aliases)
+
+    def _enrich(self, items: Sequence[MemoryItem], vectors: Vectors) -> dict[str, builtins.list[AliasTuple]]:
+        """Fill the write-time dimensions of new items; returns each user's changed entity-table rows."""
+        by_user: dict[str, builtins.list[int]] = {}
+        for i, item in enumerate(items):
+            by_user.setdefault(item.user_id, []).append(i)
+        changed: dict[str, builtins.list[AliasTuple]] = {}
+        for user_id, idx in by_user.items():
+            before = set(self._store.entity_aliases(user_id))
+            resolver = EntityResolver.from_rows(AliasRow(*row) for row in before)
+            self._enricher.enrich([items[i] for i in idx], vectors[idx], resolver)
+            after = [(r.alias, r.target, r.kind, r.display) for r in resolver.to_rows()]
+            changed[user_id] = [row for row in after if row not in before]
+        return changed
 
     def _embed(self, texts: Sequence[str]) -> Vectors:
         """Embed with the store's vectors as a cache keyed by the SHA-256 of the exact text."""
@@ -381,10 +402,17 @@ class Memory:
         now = utcnow()
         new.updated_at = now
         body = vector = None
+        aliases: builtins.list[AliasTuple] = []
         if text is not None:
             self._check_embedder()
             body = index_text(new)
-            vector = self._embed([body])[0]
+            vectors = self._embed([body])
+            vector = vectors[0]
+            kept_importance = new.importance
+            new.event_time = new.event_end = None
+            aliases = self._enrich([new], vectors).get(user_id, [])
+            if importance is not None:
+                new.importance = kept_importance
         entry = HistoryEntry(
             memory_id=memory_id,
             event=HistoryEvent.UPDATE,
@@ -393,7 +421,7 @@ class Memory:
             new_text=new.text if text is not None else None,
             changes=changes,
         )
-        self._store.replace(new, body, vector, entry)
+        self._store.replace(new, body, vector, entry, aliases)
         return new
 
     def delete(self, memory_id: str, *, user_id: str) -> None:
@@ -440,7 +468,7 @@ class Memory:
         for start in range(0, len(items), 1000):
             chunk = items[start : start + 1000]
             fresh = self._new_only(chunk)
-            self._insert(fresh, event=HistoryEvent.IMPORT)
+            self._insert(fresh, event=HistoryEvent.IMPORT, enrich=False)
             added += len(fresh)
             if on_progress is not None:
                 on_progress(len(chunk))

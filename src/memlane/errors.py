@@ -64,3 +64,11 @@ class MissingDependencyError(ConfigError, ImportError):
 
 class ImportFormatError(ValidationError):
     """A JSONL export file is malformed; the line number is in the message."""
+
+
+class LLMError(MemlaneError):
+    """A language-model call failed (connection, timeout, HTTP or provider error) after its retries."""
+
+
+class LLMOutputError(LLMError):
+    """A language model's reply could not be parsed or validated against its output schema, even after repair."""

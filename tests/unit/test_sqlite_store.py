@@ -108,6 +108,8 @@ def test_embedding_cache_reuses_vectors(tmp_path: Path, config: Config) -> None:
             return super().embed(texts)
 
     with Memory(tmp_path / "c.db", embedder=Counting(), config=config) as m:
+        m.add("warm up: the classifiers embed their label prototypes once", user_id="w")
+        Counting.calls = 0
         m.add(["same words", "same words", "other words"], user_id="u")
         assert Counting.calls == 2
         m.add("same words", user_id="v")

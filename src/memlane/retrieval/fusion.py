@@ -83,66 +83,79 @@ def ranks(scores: Mapping[K, float]) -> dict[K, int]:
     return {k: i + 1 for i, (k, _) in enumerate(ordered)}
 
 
-def _order(fused: list[Fused[K]], signals: Signals[K], tie_breaker: str | None) -> list[Fused[K]]:
+def _ordered_keys(
+    totals: Mapping[K, float], signals: Signals[K], tie_breaker: str | None, limit: int | None
+) -> list[K]:
     tie = signals.get(tie_breaker, {}) if tie_breaker else {}
-    return sorted(fused, key=lambda f: (-f.score, -tie.get(f.key, 0.0), str(f.key)))
+    ordered = sorted(totals, key=lambda k: (-totals[k], -tie.get(k, 0.0), str(k)))
+    return ordered if limit is None else ordered[:limit]
 
 
-def weighted_sum(signals: Signals[K], spec: FusionSpec) -> list[Fused[K]]:
+def weighted_sum(signals: Signals[K], spec: FusionSpec, limit: int | None = None) -> list[Fused[K]]:
     """Sum of weight x normalised score over dimensions; an item absent from a dimension scores 0 there.
 
-    Dimensions of weight 0 are switched off: they neither nominate items nor appear in breakdowns.
+    Dimensions of weight 0 are switched off: they neither nominate items nor appear in breakdowns. With ``limit``,
+    only the best ``limit`` items are returned (and only they get a breakdown built).
     """
     engaged = {dim: w for dim, w in spec.weights.items() if w > 0}
-    keys: dict[K, None] = {}
-    for dim in engaged:
-        keys.update(dict.fromkeys(signals.get(dim, {})))
     normed = {dim: normalize(signals.get(dim, {}), spec.normalizers.get(dim, "minmax")) for dim in engaged}
-    rank_of = {dim: ranks(signals.get(dim, {})) for dim in engaged}
+    totals: dict[K, float] = {}
+    strong: dict[K, int] = {}
+    for dim, weight in engaged.items():
+        for key, norm in normed[dim].items():
+            totals[key] = totals.get(key, 0.0) + weight * norm
+            if spec.multi_bonus and norm >= spec.multi_threshold:
+                strong[key] = strong.get(key, 0) + 1
+    for key, count in strong.items():
+        if count > 1:
+            totals[key] += spec.multi_bonus * (count - 1)
+    chosen = _ordered_keys(totals, signals, spec.tie_breaker, limit)
+    rank_of = {dim: ranks(signals.get(dim, {})) for dim in engaged} if chosen else {}
     out: list[Fused[K]] = []
-    for key in keys:
+    for key in chosen:
         parts: dict[str, ScoreBreakdown] = {}
-        total = 0.0
         for dim, weight in engaged.items():
             raw = signals.get(dim, {}).get(key)
             if raw is None:
                 continue
             norm = normed[dim][key]
-            contribution = weight * norm
-            total += contribution
             parts[dim] = ScoreBreakdown(
-                raw=raw, normalized=norm, weight=weight, contribution=contribution, rank=rank_of[dim][key]
+                raw=raw, normalized=norm, weight=weight, contribution=weight * norm, rank=rank_of[dim][key]
             )
-        if spec.multi_bonus:
-            strong = sum(1 for dim, p in parts.items() if p.weight > 0 and p.normalized >= spec.multi_threshold)
-            if strong > 1:
-                bonus = spec.multi_bonus * (strong - 1)
-                total += bonus
-                parts[MULTI] = ScoreBreakdown(
-                    raw=strong, normalized=strong - 1, weight=spec.multi_bonus, contribution=bonus
-                )
-        out.append(Fused(key, total, parts))
-    return _order(out, signals, spec.tie_breaker)
+        count = strong.get(key, 0)
+        if count > 1:
+            bonus = spec.multi_bonus * (count - 1)
+            parts[MULTI] = ScoreBreakdown(raw=count, normalized=count - 1, weight=spec.multi_bonus, contribution=bonus)
+        out.append(Fused(key, totals[key], parts))
+    return out
 
 
-def reciprocal_rank_fusion(signals: Signals[K], spec: FusionSpec) -> list[Fused[K]]:
+def reciprocal_rank_fusion(signals: Signals[K], spec: FusionSpec, limit: int | None = None) -> list[Fused[K]]:
     """Sum over dimensions of weight / (k + rank); the raw scores only set the ranks."""
-    out: dict[K, dict[str, ScoreBreakdown]] = {}
+    rank_of = {dim: ranks(signals.get(dim, {})) for dim in spec.weights}
+    totals: dict[K, float] = {}
     for dim, weight in spec.weights.items():
-        for key, rank in ranks(signals.get(dim, {})).items():
-            value = 1.0 / (spec.rrf_k + rank)
-            out.setdefault(key, {})[dim] = ScoreBreakdown(
-                raw=signals[dim][key], normalized=value, weight=weight, contribution=weight * value, rank=rank
-            )
-    fused = [Fused(key, sum(p.contribution for p in parts.values()), parts) for key, parts in out.items()]
-    return _order(fused, signals, spec.tie_breaker)
+        for key, rank in rank_of[dim].items():
+            totals[key] = totals.get(key, 0.0) + weight / (spec.rrf_k + rank)
+    out: list[Fused[K]] = []
+    for key in _ordered_keys(totals, signals, spec.tie_breaker, limit):
+        parts: dict[str, ScoreBreakdown] = {}
+        for dim, weight in spec.weights.items():
+            position = rank_of[dim].get(key)
+            if position is not None:
+                value = 1.0 / (spec.rrf_k + position)
+                parts[dim] = ScoreBreakdown(
+                    raw=signals[dim][key], normalized=value, weight=weight, contribution=weight * value, rank=position
+                )
+        out.append(Fused(key, totals[key], parts))
+    return out
 
 
-def fuse(signals: Signals[K], spec: FusionSpec) -> list[Fused[K]]:
-    """Fuse per-dimension scores with ``spec``; best first."""
+def fuse(signals: Signals[K], spec: FusionSpec, limit: int | None = None) -> list[Fused[K]]:
+    """Fuse per-dimension scores with ``spec``; best first (the best ``limit`` when given)."""
     if spec.method == "rrf":
-        return reciprocal_rank_fusion(signals, spec)
-    return weighted_sum(signals, spec)
+        return reciprocal_rank_fusion(signals, spec, limit)
+    return weighted_sum(signals, spec, limit)
 
 
 # The fusion methods of the designs memlane draws on, as named specs.

@@ -5,16 +5,18 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from memlane.config import RetrievalPreset
-from memlane.embedding.base import Embedder
-from memlane.enrich.names import canonical_name
+from memlane.embedding.base import Embedder, Vectors
+from memlane.enrich.entities import canonical
+from memlane.enrich.pipeline import Enricher
+from memlane.enrich.temporal import TimeSpan
 from memlane.models import Filters, Hit
 from memlane.retrieval.context import context_scores, session_scores
 from memlane.retrieval.fusion import Fused, FusionSpec, fuse, normalize
-from memlane.retrieval.text import query_terms
+from memlane.retrieval.query import QueryFeatures, analyse_query
 from memlane.store.base import Store
 
 CONTENT_DIMS = ("dense", "lexical")
@@ -33,7 +35,7 @@ def name_candidates(query: str, max_words: int = 3) -> list[str]:
     out: dict[str, None] = {}
     for n in range(1, max_words + 1):
         for i in range(len(words) - n + 1):
-            out.setdefault(canonical_name(" ".join(words[i : i + n])), None)
+            out.setdefault(canonical(" ".join(words[i : i + n])), None)
     return [c for c in out if c]
 
 
@@ -42,9 +44,13 @@ class QueryPlan:
     """What the planner decided for one query: the fusion to run and why each dimension is engaged."""
 
     fusion: FusionSpec
-    terms: list[str]
+    features: QueryFeatures
     entities: list[str]
     triggers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def terms(self) -> list[str]:
+        return self.features.terms
 
     @property
     def dimensions(self) -> frozenset[str]:
@@ -52,17 +58,21 @@ class QueryPlan:
 
 
 class Planner:
-    """Turns a query and a preset into a ``QueryPlan``: dimensions with no evidence in the query are switched off."""
+    """Turns query features and a preset into a ``QueryPlan``: a dimension the query gives no evidence for is off."""
 
-    def plan(self, query: str, preset: RetrievalPreset, entities: Sequence[str]) -> QueryPlan:
+    def plan(self, features: QueryFeatures, preset: RetrievalPreset, entities: Sequence[str]) -> QueryPlan:
         spec = preset.fusion
         weights = dict(spec.weights)
         triggers: dict[str, str] = {}
-        terms = query_terms(query)
+        terms = features.terms
         if "dense" in weights:
             triggers["dense"] = "always: semantic similarity to the query"
         if "lexical" in weights:
             triggers["lexical"] = f"BM25 over {len(terms)} query term(s)" if terms else "no content words"
+            if features.has_exact_terms and preset.keyword_boost != 1.0:
+                weights["lexical"] *= preset.keyword_boost
+                shown = ", ".join(repr(t) for t in features.exact_terms[:5])
+                triggers["lexical"] += f"; exact-match terms {shown}: keyword weight x{preset.keyword_boost:g}"
         if "entity" in weights:
             if entities:
                 triggers["entity"] = "the query names " + ", ".join(repr(e) for e in entities)
@@ -75,9 +85,21 @@ class Planner:
                 weights["context"] = 0.0
         if "session" in weights:
             triggers["session"] = "how well the memory's session as a whole matches the query"
-        for dim in ("temporal", "category", "intent"):
+        if "temporal" in weights:
+            if features.time_range is not None:
+                span = features.time_range
+                triggers["temporal"] = f"the query asks about {span.text!r} ({_span_text(span)})"
+            elif features.wants_time:
+                triggers["temporal"] = "the query asks when: memories that name a time"
+            else:
+                weights["temporal"] = 0.0
+        for dim in ("category", "intent"):
             if dim in weights:
-                weights[dim] = 0.0  # engaged only once the query analysis finds evidence for them
+                label = features.category if dim == "category" else features.intent
+                if label:
+                    triggers[dim] = f"the query is about {label!r}" if dim == "category" else f"it seeks a {label!r}"
+                else:
+                    weights[dim] = 0.0
         fusion = FusionSpec(
             spec.method,
             weights,
@@ -87,32 +109,75 @@ class Planner:
             multi_bonus=spec.multi_bonus,
             multi_threshold=spec.multi_threshold,
         )
-        return QueryPlan(fusion=fusion, terms=terms, entities=list(entities), triggers=triggers)
+        return QueryPlan(fusion=fusion, features=features, entities=list(entities), triggers=triggers)
+
+
+def _span_text(span: TimeSpan) -> str:
+    start = span.start.date().isoformat() if span.start.year > 1 else "..."
+    end = span.end.date().isoformat() if span.end.year < 9999 else "..."
+    return f"{start} to {end}"
+
+
+def temporal_score(
+    span: TimeSpan | None, wants_time: bool, memory: tuple[datetime, datetime | None, datetime | None]
+) -> float:
+    """1.0 when the memory's event span (else its timestamp) falls in the asked span; 0.5 for a memory that names a
+    time when the query asks "when"; else 0.
+    """
+    ts, start, end = memory
+    if span is not None:
+        if start is not None and end is not None:
+            return 1.0 if span.start < end and start < span.end else 0.0
+        return 1.0 if span.contains(ts) else 0.0
+    return 0.5 if wants_time and start is not None else 0.0
 
 
 class Retriever:
     """Runs a plan's dimensions against a store and fuses them."""
 
-    def __init__(self, store: Store, embedder: Embedder, *, half_life_days: float) -> None:
+    def __init__(self, store: Store, embedder: Embedder, enricher: Enricher, *, half_life_days: float) -> None:
         self._store = store
         self._embedder = embedder
+        self._enricher = enricher
         self._half_life = half_life_days
         self._planner = Planner()
 
-    def plan(self, query: str, user_id: str, preset: RetrievalPreset) -> QueryPlan:
-        entities = (
-            self._store.known_entities(user_id, name_candidates(query)) if "entity" in preset.fusion.weights else []
-        )
-        return self._planner.plan(query, preset, entities)
+    def plan(
+        self, query: str, user_id: str, preset: RetrievalPreset, now: datetime, qvec: Vectors | None = None
+    ) -> QueryPlan:
+        """Analyse the query against this user's entities and decide the dimensions and weights."""
+        weights = preset.fusion.weights
+        known = self._store.known_entities(user_id, name_candidates(query)) if "entity" in weights else []
+        features = analyse_query(query, now, known_entities=known)
+        entities: list[str] = []
+        if "entity" in weights:
+            keys = list(dict.fromkeys([*features.entity_keys, *known]))
+            aliases = self._store.resolve_aliases(user_id, keys)
+            entities = self._store.known_entities(user_id, [aliases.get(k, k) for k in keys])
+        if qvec is not None and ("category" in weights or "intent" in weights):
+            (category, c_score), (intent, i_score) = self._enricher.query_labels(qvec)
+            features = replace(
+                features,
+                category=category if c_score >= preset.label_confidence else None,
+                intent=intent if i_score >= preset.label_confidence else None,
+            )
+        return self._planner.plan(features, preset, entities)
 
     def signals(
-        self, query: str, user_id: str, filters: Filters, preset: RetrievalPreset, plan: QueryPlan, now: datetime
+        self,
+        qvec: Vectors | None,
+        user_id: str,
+        filters: Filters,
+        preset: RetrievalPreset,
+        plan: QueryPlan,
+        now: datetime,
     ) -> tuple[dict[str, dict[str, float]], set[str]]:
         """Raw per-dimension scores over the candidates, and which candidates may be returned (pass the filters)."""
         dims = plan.dimensions | ({plan.fusion.tie_breaker} if plan.fusion.tie_breaker else set())
         n = preset.candidates
         signals: dict[str, dict[str, float]] = {}
-        qvec = self._embedder.embed_query(query) if "dense" in dims else None
+        if "dense" not in dims:
+            qvec = None
         if qvec is not None:
             signals["dense"] = dict(self._store.vector_search(user_id, qvec, n, filters))
         lexical_all: dict[str, float] = {}
@@ -145,6 +210,17 @@ class Retriever:
             signals["entity"] = {
                 k: max(1.0 if said else preset.mention_weight for said in m.values()) for k, m in matches.items()
             }
+        if "temporal" in dims:
+            span, wants = plan.features.time_range, plan.features.wants_time
+            signals["temporal"] = {
+                k: temporal_score(span, wants, v) for k, v in self._store.spans(user_id, pool).items()
+            }
+        if dims & {"category", "intent"}:
+            labels = self._store.labels(user_id, pool)
+            for dim, wanted in (("category", plan.features.category), ("intent", plan.features.intent)):
+                if dim in dims and wanted:
+                    pos = 0 if dim == "category" else 1
+                    signals[dim] = {k: float(v[pos] == wanted) for k, v in labels.items()}
         if dims & {"recency", "importance"}:
             attrs = self._store.attributes(user_id, pool)
             if "recency" in dims:
@@ -169,8 +245,9 @@ class Retriever:
 
     def features(self, query: str, user_id: str, preset: RetrievalPreset, now: datetime) -> dict[str, dict[str, float]]:
         """Each engaged dimension's normalised scores over the candidates: what fusion weighs, for tuning."""
-        plan = self.plan(query, user_id, preset)
-        signals, returnable = self.signals(query, user_id, Filters(), preset, plan, now)
+        qvec = self._embedder.embed_query(query) if "dense" in preset.fusion.weights else None
+        plan = self.plan(query, user_id, preset, now, qvec)
+        signals, returnable = self.signals(qvec, user_id, Filters(), preset, plan, now)
         spec = plan.fusion
         return {
             d: {k: v for k, v in normalize(signals[d], spec.normalizers.get(d, "minmax")).items() if k in returnable}
@@ -188,10 +265,12 @@ class Retriever:
         preset: RetrievalPreset,
         now: datetime,
     ) -> list[Hit]:
-        plan = self.plan(query, user_id, preset)
-        signals, returnable = self.signals(query, user_id, filters, preset, plan, now)
-        fused: list[Fused[str]] = fuse(signals, plan.fusion)
-        ranked = [f for f in fused if f.key in returnable][:top_k]
+        qvec = self._embedder.embed_query(query) if "dense" in preset.fusion.weights else None
+        plan = self.plan(query, user_id, preset, now, qvec)
+        signals, returnable = self.signals(qvec, user_id, filters, preset, plan, now)
+        # Neighbours outside the filters served as context; they compete for nothing.
+        competing = {d: {k: v for k, v in sig.items() if k in returnable} for d, sig in signals.items()}
+        ranked: list[Fused[str]] = fuse(competing, plan.fusion, limit=top_k)
         items = self._store.get_many(user_id, [f.key for f in ranked])
         return [
             Hit(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -12,6 +12,7 @@ from memlane.errors import ConfigError
 from memlane.models import Filters, HistoryEntry, HistoryEvent, MemoryItem
 
 ScoredIds = list[tuple[str, float]]
+AliasTuple = tuple[str, str, str, str]  # (alias, canonical, kind, display): one row of a user's entity table
 
 
 @runtime_checkable
@@ -24,8 +25,9 @@ class RecordStore(Protocol):
         index_texts: Sequence[str],
         vectors: Vectors,
         event: HistoryEvent = HistoryEvent.ADD,
+        aliases: Mapping[str, Sequence[AliasTuple]] | None = None,
     ) -> None:
-        """Store items with their text-index bodies and vectors, all or nothing."""
+        """Store items with their text-index bodies and vectors (and users' entity-table rows), all or nothing."""
         ...
 
     def get(self, user_id: str, memory_id: str) -> MemoryItem:
@@ -44,7 +46,14 @@ class RecordStore(Protocol):
         """How many memories, for one user or in all."""
         ...
 
-    def replace(self, item: MemoryItem, index_text: str | None, vector: Vectors | None, entry: HistoryEntry) -> None:
+    def replace(
+        self,
+        item: MemoryItem,
+        index_text: str | None,
+        vector: Vectors | None,
+        entry: HistoryEntry,
+        aliases: Sequence[AliasTuple] = (),
+    ) -> None:
         """Overwrite a memory (same id and user); a new ``index_text``/``vector`` re-indexes it."""
         ...
 
@@ -131,6 +140,18 @@ class DimensionIndex(Protocol):
 
     def known_entities(self, user_id: str, names: Sequence[str]) -> list[str]:
         """Those of ``names`` (canonical forms) that some memory of this user involves."""
+        ...
+
+    def entity_aliases(self, user_id: str) -> list[AliasTuple]:
+        """The user's entity table: (alias, canonical, kind, display) rows."""
+        ...
+
+    def resolve_aliases(self, user_id: str, keys: Sequence[str]) -> dict[str, str]:
+        """The canonical entity each of ``keys`` is an alias of (keys that are no alias are left out)."""
+        ...
+
+    def labels(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
+        """(category, intent) of the given memories."""
         ...
 
     def matching(self, user_id: str, memory_ids: Sequence[str], filters: Filters) -> set[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from memlane.errors import ValidationError
@@ -19,6 +19,9 @@ MUTABLE: Final = tuple(c.strip() for c in COLUMNS.split(","))[2:]
 SELECT_ITEM: Final = f"SELECT {COLUMNS} FROM memories m"
 
 
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def to_micros(value: datetime) -> int:
     """An aware datetime as integer microseconds since the epoch (exact round trip)."""
     delta = value.astimezone(UTC) - datetime(1970, 1, 1, tzinfo=UTC)
@@ -27,9 +30,7 @@ def to_micros(value: datetime) -> int:
 
 def from_micros(value: int) -> datetime:
     """Inverse of :func:`to_micros`."""
-    from datetime import timedelta
-
-    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=value)
+    return _EPOCH + timedelta(microseconds=value)
 
 
 def _opt_micros(value: datetime | None) -> int | None:

@@ -97,6 +97,7 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
             alias     TEXT NOT NULL,
             canonical TEXT NOT NULL,
             kind      TEXT NOT NULL,
+            display   TEXT NOT NULL,
             PRIMARY KEY (user_id, alias)
         )
         """,

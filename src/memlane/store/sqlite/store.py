@@ -9,7 +9,7 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from memlane.embedding.base import Vectors
-from memlane.enrich.names import canonical_name
+from memlane.enrich.entities import canonical
 from memlane.errors import CorruptStoreError, NotFoundError, SchemaError, StoreError
 from memlane.models import Filters, HistoryEntry, HistoryEvent, MemoryItem, MemoryKind
+from memlane.store.base import AliasTuple
 from memlane.store.sqlite.rows import (
     COLUMNS,
     MUTABLE,
@@ -35,6 +36,7 @@ from memlane.store.sqlite.schema import APPLICATION_ID, MIGRATIONS
 from memlane.store.sqlite.vectors import MatrixCache, UserMatrix, top_k
 
 log = logging.getLogger(__name__)
+
 
 _INSERT = f"INSERT INTO memories ({COLUMNS}, embed_hash) VALUES ({', '.join('?' * (len(MUTABLE) + 3))})"
 
@@ -164,6 +166,7 @@ class SQLiteStore:
         index_texts: Sequence[str],
         vectors: Vectors,
         event: HistoryEvent = HistoryEvent.ADD,
+        aliases: Mapping[str, Sequence[AliasTuple]] | None = None,
     ) -> None:
         if not (len(items) == len(index_texts) == len(vectors)):
             raise StoreError("insert needs one index text and one vector per item")
@@ -194,6 +197,8 @@ class SQLiteStore:
                         (pk, body, scope_token(item.user_id)),
                     )
                     self._log(c, item.user_id, item.id, event, item.created_at, None, item.text, {})
+                for user_id, rows in (aliases or {}).items():
+                    self._write_aliases(c, user_id, rows)
                 for user_id in by_user:
                     versions[user_id] = self._bump(c, user_id)
         except sqlite3.IntegrityError as exc:
@@ -220,11 +225,36 @@ class SQLiteStore:
     @staticmethod
     def _write_entities(c: sqlite3.Connection, pk: int, item: MemoryItem) -> None:
         c.execute("DELETE FROM memory_entities WHERE pk = ?", (pk,))
-        speaker = canonical_name(item.speaker) if item.speaker else None
+        speaker = canonical(item.speaker) if item.speaker else None
         c.executemany(
             "INSERT OR IGNORE INTO memory_entities (pk, user_id, entity, said_by) VALUES (?, ?, ?, ?)",
             [(pk, item.user_id, e, int(e == speaker)) for e in dict.fromkeys(item.entities)],
         )
+
+    @staticmethod
+    def _write_aliases(c: sqlite3.Connection, user_id: str, rows: Sequence[AliasTuple]) -> None:
+        c.executemany(
+            "INSERT INTO entities (user_id, alias, canonical, kind, display) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT(user_id, alias) DO UPDATE SET canonical = excluded.canonical, kind = excluded.kind, "
+            "display = excluded.display",
+            [(user_id, *row) for row in rows],
+        )
+
+    def entity_aliases(self, user_id: str) -> builtins.list[AliasTuple]:
+        """The user's entity table: (alias, canonical, kind, display) rows."""
+        rows = self._read("SELECT alias, canonical, kind, display FROM entities WHERE user_id = ?", (user_id,))
+        return [(str(a), str(t), str(k), str(d)) for a, t, k, d in rows]
+
+    def resolve_aliases(self, user_id: str, keys: Sequence[str]) -> dict[str, str]:
+        """The canonical entity each of ``keys`` is an alias of (keys that are no alias are left out)."""
+        wanted = list(dict.fromkeys(keys))[:500]
+        if not wanted:
+            return {}
+        marks = ", ".join("?" * len(wanted))
+        rows = self._read(
+            f"SELECT alias, canonical FROM entities WHERE user_id = ? AND alias IN ({marks})", (user_id, *wanted)
+        )
+        return {str(a): str(t) for a, t in rows}
 
     def get(self, user_id: str, memory_id: str) -> MemoryItem:
         rows = self._read(f"{SELECT_ITEM} WHERE +m.user_id = ? AND m.id = ?", (user_id, memory_id))
@@ -266,7 +296,14 @@ class SQLiteStore:
     def user_count(self) -> int:
         return int(self._read("SELECT count(DISTINCT user_id) FROM memories")[0][0])
 
-    def replace(self, item: MemoryItem, index_text: str | None, vector: Vectors | None, entry: HistoryEntry) -> None:
+    def replace(
+        self,
+        item: MemoryItem,
+        index_text: str | None,
+        vector: Vectors | None,
+        entry: HistoryEntry,
+        aliases: Sequence[AliasTuple] = (),
+    ) -> None:
         params = item_params(item, embed_hash(index_text) if index_text is not None else "")
         sets = ", ".join(f"{col} = ?" for col in MUTABLE)
         try:
@@ -279,6 +316,7 @@ class SQLiteStore:
                 pk = int(row[0])
                 c.execute(f"UPDATE memories SET {sets} WHERE pk = ?", (*params[2:-1], pk))
                 self._write_entities(c, pk, item)
+                self._write_aliases(c, item.user_id, aliases)
                 versions = None
                 if index_text is not None and vector is not None:
                     vec = np.ascontiguousarray(vector, dtype=np.float32).reshape(-1)
@@ -533,6 +571,19 @@ class SQLiteStore:
                 (user_id, *chunk, *params),
             )
             out.update(str(r[0]) for r in rows)
+        return out
+
+    def labels(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
+        """(category, intent) of the given memories."""
+        out: dict[str, tuple[str | None, str | None]] = {}
+        ids = list(dict.fromkeys(memory_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for mid, category, intent in self._read(
+                f"SELECT id, category, intent FROM memories WHERE +user_id = ? AND id IN ({marks})", (user_id, *chunk)
+            ):
+                out[str(mid)] = (category, intent)
         return out
 
     def spans(
