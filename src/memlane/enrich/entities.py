@@ -384,7 +384,7 @@ class EntityResolver:
 
     def observe(self, text: str, speaker: str | None = None) -> list[EntityMention]:
         """Learn the entities and aliases of one turn; returns the turn's mentions."""
-        mentions = extract_entities(text, speaker, known=self._kinds)
+        mentions = extract_entities(text, speaker, known=self._kinds.keys() | self._aliases.keys())
         for mention in mentions:
             relational = _KIN_MENTION.fullmatch(mention.text) or _POSSESSIVE_KIN.fullmatch(mention.text)
             if mention.kind not in ("date", "quantity") and not relational:

@@ -1,0 +1,83 @@
+"""Write-time enrichment and query planning through the public API, on every backend."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from memlane import Memory
+
+T0 = datetime(2024, 5, 10, 18, 0, tzinfo=UTC)  # a Friday
+
+
+def test_added_turns_carry_entities_event_time_and_labels(memory: Memory) -> None:
+    items = memory.add(
+        [
+            {"name": "Maya", "content": "My sister Anna moved to Lisbon last month."},
+            {"name": "Maya", "content": "I went hiking with Anna yesterday!"},
+        ],
+        user_id="maya",
+        session_id="s1",
+        timestamp=T0,
+    ).items
+    first, second = (memory.get(it.id, user_id="maya") for it in items)
+    assert first.entities[0] == "maya" and "anna" in first.entities and "lisbon" in first.entities
+    assert (first.event_time, first.event_end) == (datetime(2024, 4, 1, tzinfo=UTC), datetime(2024, 5, 1, tzinfo=UTC))
+    assert (second.event_time, second.event_end) == (
+        datetime(2024, 5, 9, tzinfo=UTC),
+        datetime(2024, 5, 10, tzinfo=UTC),
+    )
+    assert first.category and first.intent
+    assert 0.0 <= first.importance <= 1.0
+
+
+def test_aliases_learnt_in_one_add_resolve_mentions_in_a_later_one(memory: Memory) -> None:
+    memory.add({"name": "Maya", "content": "My sister Anna Silva is visiting."}, user_id="maya", timestamp=T0)
+    [later] = memory.add({"name": "Maya", "content": "Anna loved the museum."}, user_id="maya", timestamp=T0).items
+    assert "anna silva" in memory.get(later.id, user_id="maya").entities
+    other = memory.add({"name": "Zed", "content": "Anna is my boss."}, user_id="zed", timestamp=T0).items[0]
+    assert "anna silva" not in memory.get(other.id, user_id="zed").entities  # aliases are per user
+
+
+def test_entity_dimension_finds_mentions_of_the_named_person(memory: Memory) -> None:
+    memory.add(
+        [
+            {"name": "Maya", "content": "My sister Anna moved to Lisbon last month."},
+            {"name": "Maya", "content": "The weather was lovely all week."},
+        ],
+        user_id="maya",
+        timestamp=T0,
+    )
+    hits = memory.search("Where does Anna live now?", user_id="maya", top_k=2, preset_name="multi")
+    lisbon = next(h for h in hits if "Lisbon" in h.memory.text)
+    assert lisbon.breakdown["entity"].raw == 0.25  # mentioned, not said by Anna
+    assert "'anna'" in lisbon.triggers["entity"]
+
+
+def test_time_constraint_engages_the_temporal_dimension(memory: Memory) -> None:
+    memory.add("I went hiking yesterday", user_id="u", timestamp=T0)
+    memory.add("I baked bread", user_id="u", timestamp=datetime(2024, 7, 1, tzinfo=UTC))
+    hits = memory.search("what did I do on 9 May 2024?", user_id="u", top_k=2, preset_name="multi")
+    by_text = {h.memory.text: h for h in hits}
+    assert by_text["I went hiking yesterday"].breakdown["temporal"].raw == 1.0
+    assert by_text["I baked bread"].breakdown["temporal"].raw == 0.0
+    assert "2024-05-09" in by_text["I went hiking yesterday"].triggers["temporal"]
+    plain = memory.search("hiking", user_id="u", top_k=2, preset_name="multi")
+    assert all("temporal" not in h.breakdown for h in plain)
+
+
+def test_keyword_weight_is_raised_only_for_exact_match_terms(memory: Memory) -> None:
+    memory.add(
+        ["The nightly job fails with ERR_CONN_RESET_42 again", "The job fails sometimes"], user_id="u", timestamp=T0
+    )
+    [code] = memory.search("why does ERR_CONN_RESET_42 happen?", user_id="u", top_k=1, preset_name="multi")
+    assert code.breakdown["lexical"].weight == 0.8  # 0.4 doubled
+    assert "ERR_CONN_RESET_42" in code.triggers["lexical"]
+    [plain] = memory.search("why does the job fail?", user_id="u", top_k=1, preset_name="multi")
+    assert plain.breakdown["lexical"].weight == 0.4
+
+
+def test_non_english_and_emoji_turns_are_stored_and_found(memory: Memory) -> None:
+    texts = ["Ich bin gestern nach Berlin gefahren 🚆", "我昨天去了北京", "ذهبت إلى القاهرة أمس", "🎉🎉🎉"]
+    memory.add(texts, user_id="u", timestamp=T0)
+    assert {it.text for it in memory.list(user_id="u")} == set(texts)
+    assert memory.search("Berlin", user_id="u", top_k=4, preset_name="multi")
