@@ -1,0 +1,186 @@
+"""Shared parts of the offline rules: sentence filters, word lists, the ``Clause`` read and the ``Draft`` proposed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from memlane.enrich.entities import extract_entities
+from memlane.extraction.rewrite import Prefer, absolutise, finish_sentence, in_third_person
+from memlane.models import MemoryKind
+
+CUT = r"(?=\s*(?:[,;.!?]|\bbut\b|\bbecause\b|\bso\b(?! much)|\band i\b|$))"
+OBJ = rf"(?P<obj>[^,;.!?]{{2,80}}?){CUT}"
+PLACE = r"(?P<v>[A-Z][\w'.-]*(?:\s+[A-Z][\w'.-]*){0,3})"
+ANIMALS = (
+    r"puppy|dog|cat|kitten|parrot|bird|rabbit|bunny|hamster|guinea pig|horse|pony|goldfish|fish|turtle|tortoise|"
+    r"snake|lizard|gecko|ferret|budgie|cockatiel|chicken|goat"
+)
+RELS = (
+    r"wife|husband|partner|boyfriend|girlfriend|fianc[eé]e?|son|daughter|sister|brother|mom|mum|mother|dad|father|"
+    r"best friend|friend|boss|cousin|grandma|grandmother|grandpa|grandfather|aunt|uncle|niece|nephew|roommate|"
+    r"colleague|coworker|stepson|stepdaughter|kid|child|baby"
+)
+SINGLE_RELS = frozenset(
+    [
+        "wife",
+        "husband",
+        "partner",
+        "boyfriend",
+        "girlfriend",
+        "fiance",
+        "fiancé",
+        "fiancee",
+        "fiancée",
+        "mom",
+        "mum",
+        "mother",
+        "dad",
+        "father",
+        "boss",
+    ]
+)
+JOBS = (
+    r"engineer|developer|programmer|nurse|doctor|teacher|lawyer|accountant|designer|architect|chef|cook|baker|"
+    r"writer|journalist|artist|musician|student|scientist|researcher|pharmacist|dentist|therapist|counsell?or|"
+    r"electrician|plumber|carpenter|mechanic|pilot|firefighter|police officer|paramedic|consultant|manager|analyst|"
+    r"librarian|photographer|barista|waiter|waitress|farmer|veterinarian|vet|professor|lecturer|freelancer|"
+    r"translator|social worker|cashier|surgeon|midwife|dietitian|nutritionist|coach|personal trainer|tutor|"
+    r"entrepreneur|data scientist|product manager|project manager|software engineer|web developer|graphic designer"
+)
+MONTHS_DAYS = frozenset(
+    [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+    ]
+)
+DEICTIC = re.compile(
+    r"^(?:it|that|this|these|those|you|u|ya|him|her|them|the way|when|how|what|everything|everyone|everybody|"
+    r"so much|too|a lot|one|here|there)\b",
+    re.IGNORECASE,
+)
+QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|'[^']{12,}'")
+HYPOTHETICAL = re.compile(
+    r"\b(?:if|unless|imagine|suppose|supposing|wish|would|could|might|maybe|perhaps|someday|one day|i'd|"
+    r"what if|in theory|hypothetically|pretend)\b",
+    re.IGNORECASE,
+)
+SARCASM = re.compile(
+    r"\b(?:yeah,? right|oh,? great|oh,? joy|what a joy|just love (?:it )?when|love (?:being|getting) (?:stuck|ignored|"
+    r"yelled|woken)|love (?:waiting|doing (?:taxes|paperwork|chores)|traffic|mondays)|/s)\b|^\s*(?:sure|great|"
+    r"wonderful|fantastic|perfect),\s+(?:i|because)\b",
+    re.IGNORECASE,
+)
+HEDGE = re.compile(r"^\s*i (?:think|guess|suppose|feel like|believe|kinda|kind of|sort of)\b", re.IGNORECASE)
+TRIVIAL_ACT = re.compile(
+    r"^(?:grab|get (?:a|some|back|going|ready)|go to (?:bed|sleep)|go (?:now|home|offline)|be (?:honest|right back|"
+    r"back|fine|there|quick|brief|late)|brb|check|try|see|think|tell|ask|say|let|take a (?:look|nap|shower|break)|"
+    r"call it|have a look|head (?:out|off)|sleep|eat (?:now|something|lunch|dinner)|make sure|keep|do (?:that|it|this)|"
+    r"look|need|figure|wait|pass|stop|leave it|talk|text|message|reply|answer)\b",
+    re.IGNORECASE,
+)
+SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+@dataclass
+class Clause:
+    """One sentence of a turn being read, with what the rules need to know about it."""
+
+    text: str
+    subject: str
+    reference: datetime
+    hedged: bool
+    fired: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class Draft:
+    """What a rule proposes; becomes a ``Candidate`` once sources are attached."""
+
+    kind: MemoryKind
+    text: str
+    confidence: float
+    importance: float
+    rule: str
+    event_time: datetime | None = None
+    subject: str | None = None
+    attribute: str | None = None
+    value: str | None = None
+    entities: tuple[str, ...] = ()
+
+
+RuleFn = Callable[[Clause], list[Draft]]
+
+
+def claim_key(text: str) -> str:
+    """The first words of an object, without articles: the key a preference is compared by ("preference tea")."""
+    words = re.sub(r"^(?:the|a|an|my|some)\s+", "", text.strip().lower()).split()
+    return " ".join(words[:4])
+
+
+def standalone(clause: Clause, span: str, prefer: Prefer | None) -> tuple[str, datetime | None]:
+    """``span`` in the third person with absolute dates, as a sentence; and the start of its first time span."""
+    text, when = absolutise(span, clause.reference, prefer)
+    return finish_sentence(in_third_person(text, clause.subject)), when
+
+
+def make_draft(
+    clause: Clause,
+    rule: str,
+    kind: MemoryKind,
+    text: str,
+    confidence: float,
+    importance: float,
+    *,
+    event_time: datetime | None = None,
+    attribute: str | None = None,
+    value: str | None = None,
+    entities: Sequence[str] = (),
+) -> Draft:
+    """A ``Draft`` from ``clause`` (marking the rule as fired; hedged clauses lose 0.2 of confidence)."""
+    clause.fired.add(rule)
+    if clause.hedged:
+        confidence -= 0.2
+    return Draft(
+        kind=kind,
+        text=text,
+        confidence=round(max(confidence, 0.05), 2),
+        importance=importance,
+        rule=rule,
+        event_time=event_time,
+        subject=clause.subject,
+        attribute=attribute,
+        value=value.strip() if value else None,
+        entities=tuple(entities),
+    )
+
+
+def rx(pattern: str) -> re.Pattern[str]:
+    """Patterns are case-insensitive except where they ask for capitalised names (``[A-Z]``) in a scoped group."""
+    return re.compile(pattern)
+
+
+def capitalised_names(text: str) -> list[str]:
+    """The named entities of ``text`` ("Agatha Christie", "Tokyo"), by ``memlane.enrich.entities``; no dates."""
+    mentions = extract_entities(text)
+    names = [m.text for m in mentions if m.kind not in ("date", "quantity") and m.text[:1].isupper()]
+    return list(dict.fromkeys(names))

@@ -1,0 +1,186 @@
+"""Rules for the people and animals in a speaker's life, and for plans and past events."""
+
+from __future__ import annotations
+
+import re
+
+from memlane.extraction.rewrite import absolutise, finish_sentence
+from memlane.extraction.rules.base import (
+    ANIMALS,
+    MONTHS_DAYS,
+    PLACE,
+    RELS,
+    SINGLE_RELS,
+    TRIVIAL_ACT,
+    Clause,
+    Draft,
+    capitalised_names,
+    make_draft,
+    rx,
+    standalone,
+)
+from memlane.models import MemoryKind
+
+# -- pets and people -------------------------------------------------------------------------------------------
+_OWNS = rx(r"(?i:\bi (?:just |recently |finally )?(?P<verb>got|have|adopted|bought|rescued|own|found|brought home)\b)")
+_PET = rx(
+    rf"(?i:\b(?P<animal>{ANIMALS})(?:\s+(?!named|called)[a-z]+)?,?\s+(?:named|called|whose name is)\s+)(?P<name>[A-Z][\w'-]+)"
+)
+_REL_NAMED = rx(rf"(?i:\bmy (?P<rel>{RELS})(?:'s| is)? (?:called|named) )(?P<name>[A-Z][\w'-]+)")
+_REL_APPOSITIVE = rx(
+    rf"(?i:\bmy (?:(?:new|little|older|younger|big|baby|oldest|youngest|eldest) )?(?P<rel>{RELS}),? )(?P<name>[A-Z][a-z][\w'-]*)\b,?(?P<rest>[^;.!?]*)"
+)
+_REL_STATEMENT = rx(
+    rf"(?i:^my (?P<rel>{RELS}) (?P<rest>(?:is|was|works|lives|has|had|loves|likes|hates|just|got|moved|will|"
+    r"started|'s)\b[^;.!?]*))"
+)
+
+
+def people(clause: Clause) -> list[Draft]:
+    """Pets ("I got a puppy named Biscuit"), named relations ("my husband is called David", "my wife Elena") and statements about relatives."""
+    text, out = clause.text, []
+    owns = _OWNS.search(text)
+    if owns:
+        acquired = owns.group("verb").lower() not in ("have", "own")
+        _, when = absolutise(text, clause.reference, "past") if acquired else (text, None)
+        for pm in _PET.finditer(text, owns.end()):
+            animal, name = pm.group("animal").lower(), pm.group("name")
+            if name.lower() in MONTHS_DAYS:
+                continue
+            sentence = finish_sentence(f"{clause.subject} has a {animal} named {name}")
+            out.append(
+                make_draft(
+                    clause,
+                    "pet",
+                    MemoryKind.FACT,
+                    sentence,
+                    0.85,
+                    0.6,
+                    event_time=when,
+                    attribute=f"pet {name.lower()}",
+                    value=animal,
+                    entities=[name],
+                )
+            )
+    if out:
+        return out
+    if m := _REL_NAMED.search(text):
+        rel, name = m.group("rel").lower(), m.group("name")
+        out.append(_relation(clause, "relation-named", rel, name, 0.85))
+        return out
+    if (m := _REL_APPOSITIVE.search(text)) and m.group("name").lower() not in MONTHS_DAYS:
+        rel, name, rest = m.group("rel").lower(), m.group("name"), m.group("rest").strip()
+        out.append(_relation(clause, "relation-appositive", rel, name, 0.75))
+        if rest and re.match(
+            r"(?i)(?:is|was|works|lives|has|had|loves|likes|enjoys|hates|just|got|moved|turned|will|started|and)\b",
+            rest,
+        ):
+            out.append(_about_other(clause, f"my {rel} {name} {rest}", "relation-detail", [name]))
+        return out
+    if m := _REL_STATEMENT.search(text):
+        out.append(_about_other(clause, m.group(0), "relation-statement", []))
+    return out
+
+
+def _relation(clause: Clause, rule: str, rel: str, name: str, confidence: float) -> Draft:
+    attribute = rel if rel in SINGLE_RELS else f"{rel} {name.lower()}"
+    sentence = finish_sentence(f"{name} is {clause.subject}'s {rel}")
+    return make_draft(
+        clause, rule, MemoryKind.RELATION, sentence, confidence, 0.7, attribute=attribute, value=name, entities=[name]
+    )
+
+
+def _about_other(clause: Clause, span: str, rule: str, entities: list[str]) -> Draft:
+    """A statement about someone the speaker names by relation: kind from its tense and verb."""
+    future = bool(re.search(r"(?i)\b(?:will|going to|is \w+ing|are \w+ing)\b", span))
+    sentence, when = standalone(clause, span, "future" if future else "past")
+    if future and when is not None:
+        kind = MemoryKind.PLAN
+    elif re.search(r"(?i)\b(?:loves|likes|enjoys|hates)\b", span):
+        kind = MemoryKind.PREFERENCE
+    elif when is not None:
+        kind = MemoryKind.EVENT
+    else:
+        kind = MemoryKind.FACT
+    return make_draft(
+        clause, rule, kind, sentence, 0.6, 0.5, event_time=when, entities=entities + capitalised_names(span)
+    )
+
+
+# -- plans and events ----------------------------------------------------------------------------------------------
+_PLAN = rx(
+    r"(?i:\b(?P<who>i(?:'m| am)|we(?:'re| are)) (?:(?:really |definitely |finally )?(?:going to|gonna|planning to|planning on|"
+    r"hoping to|about to)|(?P<go>going|heading|flying|travell?ing|driving|moving) (?=to\b)) )(?P<act>[^;.!?]{3,120})"
+)
+_INTEND = rx(
+    r"(?i:\b(?P<who>i|we) (?P<verb>plan|intend|hope|want|aim|'ve decided|have decided|decided) to )(?P<act>[^;.!?]{3,120})"
+)
+_WILL = rx(r"(?i:\b(?P<who>i|we)(?:'ll| will| shall) )(?P<act>[^;.!?]{3,120})")
+_PROGRESSIVE = rx(
+    r"(?i:\b(?P<who>i(?:'m| am)|we(?:'re| are)) (?:visiting|starting|flying|travell?ing|leaving|getting married|"
+    r"hosting|attending|running|taking|having|moving)\b)(?P<act>[^;.!?]{0,120})"
+)
+_EVENT = rx(
+    r"(?i:^(?P<who>i|we) (?:just |recently |finally |also |officially )?(?:got engaged|got married|got divorced|"
+    r"got promoted|got (?:a|my) (?:new )?(?:job|degree|license|licence|diploma)|graduated|started|finished|ran|visited|"
+    r"went|bought|adopted|joined|quit|lost|won|met|booked|completed|passed|travell?ed|celebrated|retired|left|sold|"
+    r"climbed|hiked|flew|launched|published|broke up|signed|opened|had (?:a|my|our) (?:baby|wedding|surgery))\b)"
+)
+
+
+def plans(clause: Clause) -> list[Draft]:
+    """Intentions ("I'm going to", "I plan to", "I'll", "I'm visiting ... in May"); undated ones get 0.45, below the threshold."""
+    text = clause.text
+    for pattern, rule in ((_PLAN, "plan"), (_INTEND, "intend"), (_WILL, "will"), (_PROGRESSIVE, "progressive")):
+        m = pattern.search(text)
+        if not m:
+            continue
+        act = m.group("act").strip()
+        if TRIVIAL_ACT.match(act) or re.match(r"(?i)not\b", act):
+            return []
+        sentence, when = standalone(clause, text[m.start() :], "future")
+        if rule == "progressive" and when is None:
+            return []  # "I'm running late" is no plan; "I'm visiting Rome in May" is
+        moving = (m.groupdict().get("go") or "").lower() == "moving" or re.match(r"(?i)move to\b", act)
+        confidence = 0.75 if when is not None else 0.45
+        if (m.groupdict().get("verb") or "").lower() in ("want", "hope"):
+            confidence -= 0.15
+        if m.group("who").lower().startswith("we"):
+            confidence -= 0.05
+        place = re.search(r"\bto " + PLACE, text[m.start() :])
+        return [
+            make_draft(
+                clause,
+                rule,
+                MemoryKind.PLAN,
+                sentence,
+                confidence,
+                0.6,
+                event_time=when,
+                attribute="planned move" if moving else None,
+                value=place.group("v") if (moving and place) else None,
+                entities=capitalised_names(text[m.start() :]),
+            )
+        ]
+    return []
+
+
+def events(clause: Clause) -> list[Draft]:
+    """Past events told in the first person ("I graduated", "I got engaged"); undated ones get 0.45, below the threshold."""
+    m = _EVENT.search(clause.text)
+    if not m:
+        return []
+    sentence, when = standalone(clause, clause.text[m.start() :], "past")
+    confidence = 0.75 if when is not None else 0.45
+    return [
+        make_draft(
+            clause,
+            "event",
+            MemoryKind.EVENT,
+            sentence,
+            confidence,
+            0.6,
+            event_time=when,
+            entities=capitalised_names(clause.text[m.end() :]),
+        )
+    ]
