@@ -47,6 +47,7 @@ class QueryPlan:
     features: QueryFeatures
     entities: list[str]
     triggers: dict[str, str] = field(default_factory=dict)
+    semantic_query: str = ""  # what the dense dimension embeds: the query less the speakers it names
 
     @property
     def terms(self) -> list[str]:
@@ -60,7 +61,9 @@ class QueryPlan:
 class Planner:
     """Turns query features and a preset into a ``QueryPlan``: a dimension the query gives no evidence for is off."""
 
-    def plan(self, features: QueryFeatures, preset: RetrievalPreset, entities: Sequence[str]) -> QueryPlan:
+    def plan(
+        self, features: QueryFeatures, preset: RetrievalPreset, entities: Sequence[str], speakers: Sequence[str] = ()
+    ) -> QueryPlan:
         spec = preset.fusion
         weights = dict(spec.weights)
         triggers: dict[str, str] = {}
@@ -109,7 +112,43 @@ class Planner:
             multi_bonus=spec.multi_bonus,
             multi_threshold=spec.multi_threshold,
         )
-        return QueryPlan(fusion=fusion, features=features, entities=list(entities), triggers=triggers)
+        semantic = features.text
+        if "entity" in triggers and speakers:
+            semantic = without_names(features, speakers)
+            if semantic != features.text:
+                shown = ", ".join(repr(n) for n in speakers)
+                triggers["dense"] += f", without the speaker names the entity dimension covers ({shown})"
+        return QueryPlan(
+            fusion=fusion, features=features, entities=list(entities), triggers=triggers, semantic_query=semantic
+        )
+
+
+def without_names(features: QueryFeatures, names: Sequence[str]) -> str:
+    """The query with the mentions of ``names`` (canonical) cut out, possessives included.
+
+    A question about a person's memories ("What did Caroline paint?") is then embedded by what it asks, not by
+    whose memories it asks about; the entity dimension takes care of the who. The query is kept whole when
+    nothing would be left.
+    """
+    wanted = set(names)
+    cuts = sorted((m.start, m.end) for m in features.entities if m.start >= 0 and canonical(m.text) in wanted)
+    if not cuts:
+        return features.text
+    text, kept, last = features.text, [], 0
+    for start, end in cuts:
+        if start < last:
+            continue
+        kept.append(text[last:start])
+        last = end
+        tail = _POSSESSIVE_TAIL.match(text, last)
+        if tail:
+            last = tail.end()
+    kept.append(text[last:])
+    stripped = " ".join("".join(kept).split())
+    return stripped if any(ch.isalnum() for ch in stripped) else features.text
+
+
+_POSSESSIVE_TAIL = re.compile(r"['’]s?\b")
 
 
 def _span_text(span: TimeSpan) -> str:
@@ -150,10 +189,12 @@ class Retriever:
         known = self._store.known_entities(user_id, name_candidates(query)) if "entity" in weights else []
         features = analyse_query(query, now, known_entities=known)
         entities: list[str] = []
+        speakers: list[str] = []
         if "entity" in weights:
             keys = list(dict.fromkeys([*features.entity_keys, *known]))
             aliases = self._store.resolve_aliases(user_id, keys)
             entities = self._store.known_entities(user_id, [aliases.get(k, k) for k in keys])
+            speakers = self._store.speakers(user_id, [k for k in keys if aliases.get(k, k) in entities])
         if qvec is not None and ("category" in weights or "intent" in weights):
             (category, c_score), (intent, i_score) = self._enricher.query_labels(qvec)
             features = replace(
@@ -161,7 +202,21 @@ class Retriever:
                 category=category if c_score >= preset.label_confidence else None,
                 intent=intent if i_score >= preset.label_confidence else None,
             )
-        return self._planner.plan(features, preset, entities)
+        return self._planner.plan(features, preset, entities, speakers)
+
+    def plan_and_embed(
+        self, query: str, user_id: str, preset: RetrievalPreset, now: datetime
+    ) -> tuple[QueryPlan, Vectors | None]:
+        """The plan, and the query vector of the dense dimension (of the query less the speakers it names)."""
+        weights = preset.fusion.weights
+        labelled = "category" in weights or "intent" in weights  # the labels are read off the whole query
+        qvec = self._embedder.embed_query(query) if labelled else None
+        plan = self.plan(query, user_id, preset, now, qvec)
+        if "dense" not in weights:
+            return plan, None
+        if qvec is None or (plan.semantic_query and plan.semantic_query != query):
+            qvec = self._embedder.embed_query(plan.semantic_query or query)
+        return plan, qvec
 
     def signals(
         self,
@@ -245,8 +300,7 @@ class Retriever:
 
     def features(self, query: str, user_id: str, preset: RetrievalPreset, now: datetime) -> dict[str, dict[str, float]]:
         """Each engaged dimension's normalised scores over the candidates: what fusion weighs, for tuning."""
-        qvec = self._embedder.embed_query(query) if "dense" in preset.fusion.weights else None
-        plan = self.plan(query, user_id, preset, now, qvec)
+        plan, qvec = self.plan_and_embed(query, user_id, preset, now)
         signals, returnable = self.signals(qvec, user_id, Filters(), preset, plan, now)
         spec = plan.fusion
         return {
@@ -265,8 +319,7 @@ class Retriever:
         preset: RetrievalPreset,
         now: datetime,
     ) -> list[Hit]:
-        qvec = self._embedder.embed_query(query) if "dense" in preset.fusion.weights else None
-        plan = self.plan(query, user_id, preset, now, qvec)
+        plan, qvec = self.plan_and_embed(query, user_id, preset, now)
         signals, returnable = self.signals(qvec, user_id, filters, preset, plan, now)
         # Neighbours outside the filters served as context; they compete for nothing.
         competing = {d: {k: v for k, v in sig.items() if k in returnable} for d, sig in signals.items()}

@@ -138,6 +138,10 @@ class DimensionIndex(Protocol):
         """For each given memory, which of ``entities`` it involves, and whether it was said by that entity."""
         ...
 
+    def speakers(self, user_id: str, names: Sequence[str]) -> list[str]:
+        """Those of ``names`` (canonical forms) that said some memory of this user."""
+        ...
+
     def known_entities(self, user_id: str, names: Sequence[str]) -> list[str]:
         """Those of ``names`` (canonical forms) that some memory of this user involves."""
         ...

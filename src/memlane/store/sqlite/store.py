@@ -606,6 +606,18 @@ class SQLiteStore:
                 )
         return out
 
+    def speakers(self, user_id: str, names: Sequence[str]) -> builtins.list[str]:
+        """Those of ``names`` (canonical forms) that said some memory of this user."""
+        wanted = list(dict.fromkeys(names))[:500]
+        if not wanted:
+            return []
+        marks = ", ".join("?" * len(wanted))
+        rows = self._read(
+            f"SELECT DISTINCT entity FROM memory_entities WHERE user_id = ? AND said_by = 1 AND entity IN ({marks})",
+            (user_id, *wanted),
+        )
+        return [str(r[0]) for r in rows]
+
     def known_entities(self, user_id: str, names: Sequence[str]) -> builtins.list[str]:
         """Those of ``names`` (canonical forms) that some memory of this user mentions."""
         wanted = list(dict.fromkeys(names))[:500]
