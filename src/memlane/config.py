@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Final
 
 from memlane.errors import ConfigError
+from memlane.lifecycle.survival import SurvivalWeights
 from memlane.retrieval.fusion import BLEND, CONVEX, IMDMR, MULTI_DIM, RRF, WEIGHTED, FusionSpec
 
 
@@ -22,6 +23,7 @@ class RetrievalPreset:
     candidates: int = 100
     description: str = ""
     context_width: int = 2
+    expand: int = 50  # how many of the strongest candidates bring their neighbouring turns into the pool
     keyword_boost: float = 2.0
     mention_weight: float = 0.25
     label_confidence: float = 0.3
@@ -46,7 +48,7 @@ PRESETS: Final[Mapping[str, RetrievalPreset]] = {
 }
 
 # Chosen by `memlane bench locomo --split tune` (conversations 26, 30, 41); see docs/benchmarks.md.
-DEFAULT_PRESET: Final = "weighted"
+DEFAULT_PRESET: Final = "multi"
 
 
 def preset(name: str | None) -> RetrievalPreset:
@@ -111,10 +113,39 @@ class Config:
     max_id_chars: int = 256
     embed_batch: int = 64
     recency_half_life_days: float = 30.0
+    # -- extraction and lifecycle --
+    infer: bool = True
+    min_confidence: float = 0.6
+    capacity: int | None = None
+    evict_messages: bool = False
+    survival: SurvivalWeights = field(default_factory=SurvivalWeights)
+    background_worker: bool = True
+    llm_provider: str | None = None
+    llm_model: str | None = None
+    llm_base_url: str | None = None
+    llm_api_key: str | None = field(default=None, repr=False)
+    llm_region: str | None = None
+    llm_timeout: float = 60.0
+    llm_batch_size: int = 12
+    llm_max_workers: int = 2
 
     def __post_init__(self) -> None:
         if self.max_text_chars <= 0 or self.embed_batch <= 0 or self.recency_half_life_days <= 0:
             raise ConfigError("max_text_chars, embed_batch and recency_half_life_days must be positive")
+        if not 0.0 <= self.min_confidence <= 1.0:
+            raise ConfigError(f"min_confidence must be within [0, 1], got {self.min_confidence}")
+        if self.capacity is not None and self.capacity < 0:
+            raise ConfigError(f"capacity must not be negative, got {self.capacity}")
+        if self.llm_provider not in (None, "openai", "bedrock"):
+            raise ConfigError(
+                f"unknown LLM provider {self.llm_provider!r}; choose 'openai' (any compatible server) or 'bedrock'"
+            )
+        if self.llm_provider is not None and not self.llm_model:
+            raise ConfigError("an LLM provider needs llm_model")
+        if self.llm_provider == "openai" and not self.llm_base_url:
+            raise ConfigError("the openai provider needs llm_base_url (the API root, e.g. http://localhost:8080/v1)")
+        if self.llm_timeout <= 0 or self.llm_batch_size <= 0 or self.llm_max_workers <= 0:
+            raise ConfigError("llm_timeout, llm_batch_size and llm_max_workers must be positive")
         self.preset_for(self.preset)
 
     @property
@@ -146,7 +177,10 @@ class Config:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
-        """Settings from ``MEMLANE_HOME``, ``MEMLANE_EMBEDDER`` and ``MEMLANE_PRESET``."""
+        """Settings from ``MEMLANE_HOME``, ``MEMLANE_EMBEDDER``, ``MEMLANE_PRESET``, ``MEMLANE_INFER``,
+        ``MEMLANE_MIN_CONFIDENCE``, ``MEMLANE_CAPACITY`` and ``MEMLANE_LLM_*`` (``PROVIDER``, ``MODEL``,
+        ``BASE_URL``, ``API_KEY`` or ``API_KEY_ENV`` naming the variable that holds the key, ``REGION``).
+        """
         env = os.environ if environ is None else environ
         kwargs: dict[str, object] = {}
         if env.get("MEMLANE_HOME"):
@@ -155,4 +189,37 @@ class Config:
             kwargs["embedder"] = env["MEMLANE_EMBEDDER"]
         if env.get("MEMLANE_PRESET"):
             kwargs["preset"] = env["MEMLANE_PRESET"]
+        if env.get("MEMLANE_INFER"):
+            kwargs["infer"] = _flag("MEMLANE_INFER", env["MEMLANE_INFER"])
+        if env.get("MEMLANE_MIN_CONFIDENCE"):
+            kwargs["min_confidence"] = _number("MEMLANE_MIN_CONFIDENCE", env["MEMLANE_MIN_CONFIDENCE"])
+        if env.get("MEMLANE_CAPACITY"):
+            kwargs["capacity"] = int(_number("MEMLANE_CAPACITY", env["MEMLANE_CAPACITY"]))
+        for key in ("provider", "model", "base_url", "region"):
+            value = env.get(f"MEMLANE_LLM_{key.upper()}")
+            if value:
+                kwargs[f"llm_{key}"] = value
+        if env.get("MEMLANE_LLM_API_KEY"):
+            kwargs["llm_api_key"] = env["MEMLANE_LLM_API_KEY"]
+        elif env.get("MEMLANE_LLM_API_KEY_ENV"):
+            name = env["MEMLANE_LLM_API_KEY_ENV"]
+            if not env.get(name):
+                raise ConfigError(f"MEMLANE_LLM_API_KEY_ENV names {name}, which is not set")
+            kwargs["llm_api_key"] = env[name]
         return cls(**kwargs)  # type: ignore[arg-type]
+
+
+def _flag(name: str, value: str) -> bool:
+    text = value.strip().casefold()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be true or false, got {value!r}")
+
+
+def _number(name: str, value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {value!r}") from None

@@ -241,20 +241,18 @@ class Retriever:
             signals["lexical"] = dict(sorted(lexical_all.items(), key=lambda kv: -kv[1])[:n])
         pool = list(dict.fromkeys(k for s in signals.values() for k in s))
         returnable = set(pool)
-        where: dict[str, tuple[str | None, int]] = {}
+        self._complete(signals, qvec, lexical_all, user_id, pool)
         if dims & {"context", "session"} and pool:
-            # Neighbours of candidates join the pool: a turn can be found by the turn that answers it.
-            where = self._store.positions_around(user_id, pool, 2 * preset.context_width)
+            # The turns around the strongest candidates join the pool: a turn can be found by the turn that
+            # answers it. Positions of the rest are fetched too, so that their own neighbours can be matched.
+            base = self._base(signals, plan.fusion)
+            strongest = sorted(base, key=lambda k: -base[k])[: preset.expand]
+            where = self._store.positions_around(user_id, pool, 0)
+            where.update(self._store.positions_around(user_id, strongest, 2 * preset.context_width))
             extra = [k for k in where if k not in returnable]
             returnable |= self._store.matching(user_id, extra, filters)
             pool = list(dict.fromkeys([*pool, *where]))
-        # Every candidate gets an exact score in every content dimension, not just those that nominated it.
-        if qvec is not None:
-            missing = [k for k in pool if k not in signals["dense"]]
-            signals["dense"].update(self._store.vector_scores(user_id, qvec, missing))
-        if "lexical" in signals:
-            signals["lexical"].update({k: lexical_all.get(k, 0.0) for k in pool if k not in signals["lexical"]})
-        if dims & {"context", "session"} and where:
+            self._complete(signals, qvec, lexical_all, user_id, extra)
             base = self._base(signals, plan.fusion)
             if "context" in dims:
                 signals["context"] = context_scores(base, where, preset.context_width)
@@ -283,6 +281,21 @@ class Retriever:
             if "importance" in dims:
                 signals["importance"] = {k: imp for k, (_, imp) in attrs.items()}
         return signals, returnable
+
+    def _complete(
+        self,
+        signals: dict[str, dict[str, float]],
+        qvec: Vectors | None,
+        lexical_all: Mapping[str, float],
+        user_id: str,
+        keys: Sequence[str],
+    ) -> None:
+        """Give every key an exact score in every content dimension, not just in those that nominated it."""
+        if qvec is not None and "dense" in signals:
+            missing = [k for k in keys if k not in signals["dense"]]
+            signals["dense"].update(self._store.vector_scores(user_id, qvec, missing))
+        if "lexical" in signals:
+            signals["lexical"].update({k: lexical_all.get(k, 0.0) for k in keys if k not in signals["lexical"]})
 
     @staticmethod
     def _base(signals: Mapping[str, Mapping[str, float]], spec: FusionSpec) -> dict[str, float]:
