@@ -128,3 +128,23 @@ def test_non_english_and_emoji_do_not_crash(query: str) -> None:
     features = analyse_query(query, NOW, known_entities=["Anna"])
     assert features.text == query
     assert features.exact_terms == []
+
+
+@pytest.mark.parametrize(
+    ("query", "term"),
+    [
+        ("what does --no-cache-dir do?", "--no-cache-dir"),
+        ("which branch fixes #482?", "#482"),
+        ("which region is s3://acme-logs in?", "s3://acme-logs"),
+        ("how do I fix HTTP 503 from the gateway?", "HTTP 503"),
+        ("which Node version, 20.x?", "20.x"),
+        ("when did we see OOMKilled on the pod?", "OOMKilled"),
+    ],
+)
+def test_more_kinds_of_exact_terms(query: str, term: str) -> None:
+    assert term in exact_match_terms(query)
+
+
+@pytest.mark.parametrize("query", ["We had 3 kids and #1 fan club", "I ran -- well, walked -- 5km", "Is it 20 or 30?"])
+def test_chat_punctuation_is_not_an_exact_term(query: str) -> None:
+    assert exact_match_terms(query) == []

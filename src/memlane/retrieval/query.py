@@ -68,8 +68,12 @@ _VERSION_CONTEXT = (
 )
 
 _EXACT_PATTERNS: Final = (
-    # URLs
-    r"(?P<url>\b(?:https?|ftp)://[^\s<>\"'`]+|\bwww\.[^\s<>\"'`]+)",
+    # URLs and URIs of any scheme (https://, s3://, postgres://)
+    r"(?P<url>\b[a-z][a-z0-9+.-]{1,15}://[^\s<>\"'`]+|\bwww\.[^\s<>\"'`]+)",
+    # command-line flags (--no-cache-dir) and issue or PR references of two digits or more (#482; not "#1 fan")
+    r"(?P<flag>(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*\b)|(?P<ref>(?<![\w&])#\d{2,}\b)",
+    # HTTP status codes (HTTP 503) and wildcard versions (20.x)
+    r"(?P<status>\bHTTP\s?[1-5]\d\d\b)|(?P<xversion>\b\d+(?:\.\d+)*\.x\b)",
     # quoted strings ("...", '...', `...`, “...”, ‘...’)
     r"\"(?P<dq>[^\"\n]{1,100})\"|“(?P<cq>[^”\n]{1,100})”|`(?P<bq>[^`\n]{1,100})`|(?<![\w'])'(?P<sq>[^'\n]{1,100})'(?![\w'])"
     r"|‘(?P<csq>[^’\n]{1,100})’(?!\w)",
@@ -89,8 +93,8 @@ _EXACT_PATTERNS: Final = (
     r"(?P<call>\b[A-Za-z_]\w*\(\))",
     # SCREAMING_CASE, snake_case (anything with an inner underscore)
     r"(?P<underscore>\b[A-Za-z0-9]{0,100}(?:_+[A-Za-z0-9]{1,100}){1,20}_*\b|\b_+[A-Za-z0-9]\w{0,100})",
-    # camelCase and PascalCase with two humps or more
-    r"(?P<camel>\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b)",
+    # camelCase and PascalCase with two humps or more, and names led by an acronym (OOMKilled, XMLHttpRequest)
+    r"(?P<camel>\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b|\b[A-Z]{2,}[a-z]+[A-Za-z0-9]*\b)",
     # codes with digits: E1234, 0x1F, A1B2, SKU123 (letters and digits in one token)
     r"(?P<code>\b0x[0-9A-Fa-f]+\b|\b(?=[A-Za-z0-9-]*[A-Za-z])(?=[A-Za-z0-9-]*\d)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*\b)",
 )
