@@ -15,7 +15,8 @@ BACKENDS = ["sqlite-memory", "sqlite-file"]
 
 @pytest.fixture
 def config(tmp_path: Path) -> Config:
-    return Config(data_dir=tmp_path / "home", embedder="hash")
+    # The suites test the message path; extraction tests turn `infer` on explicitly.
+    return Config(data_dir=tmp_path / "home", embedder="hash", infer=False)
 
 
 def open_backend(kind: str, tmp_path: Path, config: Config) -> Memory:

@@ -9,6 +9,7 @@ from memlane.errors import (
     EmbedderMismatchError,
     EmbeddingError,
     ImportFormatError,
+    JobTimeoutError,
     MemlaneError,
     MissingDependencyError,
     MissingScopeError,
@@ -18,12 +19,16 @@ from memlane.errors import (
     UnknownFilterError,
     ValidationError,
 )
+from memlane.lifecycle.survival import SurvivalWeights
 from memlane.models import (
     AddResult,
+    ArchivedMemory,
     Filters,
     HistoryEntry,
     HistoryEvent,
     Hit,
+    Job,
+    JobState,
     MemoryItem,
     MemoryKind,
     Message,
@@ -36,6 +41,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AddResult",
+    "ArchivedMemory",
     "Config",
     "ConfigError",
     "CorruptStoreError",
@@ -47,6 +53,9 @@ __all__ = [
     "HistoryEvent",
     "Hit",
     "ImportFormatError",
+    "Job",
+    "JobState",
+    "JobTimeoutError",
     "MemlaneError",
     "Memory",
     "MemoryItem",
@@ -61,6 +70,7 @@ __all__ = [
     "SourceRef",
     "Stats",
     "StoreError",
+    "SurvivalWeights",
     "UnknownFilterError",
     "ValidationError",
     "__version__",

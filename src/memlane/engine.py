@@ -6,6 +6,8 @@ import builtins
 import hashlib
 import json
 import logging
+import threading
+import time
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -24,15 +26,22 @@ from memlane.enrich.pipeline import Enricher
 from memlane.errors import (
     EmbedderMismatchError,
     ImportFormatError,
+    JobTimeoutError,
     UnknownFilterError,
     ValidationError,
 )
+from memlane.extraction.factory import make_extraction
+from memlane.lifecycle.distill import EXTRACT_JOB, Distiller, typed_hash
+from memlane.llm.usage import UsageCounter
 from memlane.models import (
     AddResult,
+    ArchivedMemory,
     Filters,
     HistoryEntry,
     HistoryEvent,
     Hit,
+    Job,
+    JobState,
     MemoryItem,
     MemoryKind,
     Message,
@@ -45,7 +54,9 @@ from memlane.retrieval.tuning import FitResult, LabelledQuery, QueryMatrix, fit,
 from memlane.security.validation import check_metadata, check_text, optional_id, require_scope
 from memlane.store import Store, open_store
 from memlane.store.base import AliasTuple
+from memlane.store.outcome import JobOutcome
 from memlane.store.sqlite.store import embed_hash
+from memlane.worker import JobWorker
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +76,32 @@ def content_hash(user_id: str, agent_id: str | None, session_id: str | None, kin
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+def message_hash(
+    user_id: str,
+    agent_id: str | None,
+    session_id: str | None,
+    text: str,
+    timestamp: datetime | None = None,
+    occurrence: int = 0,
+) -> str:
+    """The idempotency key of a message: its scope and normalised text, the timestamp the caller gave (if any),
+    and its occurrence number among identical messages of the same ``add`` call.
+
+    So re-adding a conversation is a no-op, while the same words said twice in one batch stay two turns.
+    Without a timestamp and at occurrence 0 it equals ``content_hash`` (the key of stores written before).
+    """
+    if timestamp is None and occurrence == 0:
+        return content_hash(user_id, agent_id, session_id, MemoryKind.MESSAGE.value, text)
+    stamp = None if timestamp is None else timestamp.isoformat()
+    payload = [user_id, agent_id, session_id, MemoryKind.MESSAGE.value, normalise_text(text), stamp, occurrence]
+    return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
 def index_text(item: MemoryItem) -> str:
-    """What gets embedded and full-text indexed: the text, prefixed by its speaker when known."""
-    return f"{item.speaker}: {item.text}" if item.speaker else item.text
+    """What gets embedded and full-text indexed: a message's text prefixed by its speaker when known."""
+    if item.kind is MemoryKind.MESSAGE and item.speaker:
+        return f"{item.speaker}: {item.text}"
+    return item.text
 
 
 class Memory:
@@ -93,11 +127,27 @@ class Memory:
             if isinstance(embedder, Embedder)
             else make_embedder(embedder or self.config.embedder, cache_dir=self.config.model_cache)
         )
+        self._extraction = make_extraction(self.config)  # before the store: it may fail on a missing extra
         self._store: Store = open_store(target)
         self._enricher = Enricher(self._embedder)
         self._retriever = Retriever(
             self._store, self._embedder, self._enricher, half_life_days=self.config.recency_half_life_days
         )
+        self._distiller = Distiller(
+            self._store,
+            embed=self._embed,
+            enrich=self._enrich,
+            extractor=self._extraction.extractor,
+            consolidator=self._extraction.consolidator,
+            min_confidence=self.config.min_confidence,
+            capacity=self.config.capacity,
+            weights=self.config.survival,
+            evict_messages=self.config.evict_messages,
+        )
+        # One writer of typed memories at a time: consolidation reads, decides, then writes.
+        self._lifecycle = threading.RLock()
+        self._worker = JobWorker(self._store, self._handle_job, background=self.config.background_worker)
+        self._worker.recover()
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def __enter__(self) -> Self:
@@ -107,7 +157,9 @@ class Memory:
         self.close()
 
     def close(self) -> None:
-        """Close the store."""
+        """Stop the job worker (after the job in hand; queued jobs wait for the next open) and close the store."""
+        self._worker.stop()
+        self._extraction.close()
         self._store.close()
 
     @property
@@ -117,6 +169,11 @@ class Memory:
     @property
     def location(self) -> str:
         return self._store.location
+
+    @property
+    def llm_usage(self) -> UsageCounter | None:
+        """Tokens, latency and cost of every LLM call this ``Memory`` made (``None`` without an LLM)."""
+        return self._extraction.usage
 
     def _check_embedder(self) -> None:
         held = self._store.embedder_identity()
@@ -137,20 +194,37 @@ class Memory:
         agent_id: str | None = None,
         timestamp: datetime | str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        infer: bool | None = None,
+        async_mode: bool = False,
     ) -> AddResult:
-        """Store each message losslessly as a ``kind=message`` memory. All are stored, or none."""
+        """Store each message losslessly as a ``kind=message`` memory (all or none), then extract typed memories.
+
+        A message already stored (same scope, normalised text, given timestamp and occurrence in the call) is
+        not stored again: it is returned as stored and listed in ``duplicates``. With ``infer`` (default
+        ``config.infer``) typed memories are extracted from the new messages, deduplicated and consolidated;
+        with ``async_mode`` that happens on the background worker and ``job_id`` names the job, which was
+        queued in the same transaction as the messages.
+        """
         limit = self.config.max_id_chars
         user_id = require_scope(user_id, max_chars=limit)
         session_id = optional_id(session_id, max_chars=limit, what="session_id")
         agent_id = optional_id(agent_id, max_chars=limit, what="agent_id")
         base_meta = check_metadata(metadata)
         default_ts = self._parse_ts(timestamp) if timestamp is not None else None
+        infer = self.config.infer if infer is None else infer
+        if not isinstance(infer, bool) or not isinstance(async_mode, bool):
+            raise ValidationError("infer and async_mode must be True or False")
         msgs = self._coerce_messages(messages)
         now = utcnow()
         items: list[MemoryItem] = []
+        seen: dict[tuple[str, datetime | None], int] = {}
         for i, msg in enumerate(msgs):
             text = check_text(msg.content, max_chars=self.config.max_text_chars, what=f"message {i} content")
             meta = {**base_meta, **check_metadata(msg.metadata, what=f"message {i} metadata")}
+            given_ts = msg.timestamp or default_ts
+            key = (normalise_text(text), given_ts)
+            occurrence = seen.get(key, 0)
+            seen[key] = occurrence + 1
             items.append(
                 MemoryItem(
                     id=uuid.uuid4().hex,
@@ -161,18 +235,50 @@ class Memory:
                     role=msg.role,
                     speaker=msg.name,
                     text=text,
-                    timestamp=msg.timestamp or default_ts or now,
+                    timestamp=given_ts or now,
                     created_at=now,
                     updated_at=now,
-                    content_hash=content_hash(user_id, agent_id, session_id, MemoryKind.MESSAGE.value, text),
+                    content_hash=message_hash(user_id, agent_id, session_id, text, given_ts, occurrence),
                     metadata=meta,
                 )
             )
-        self._insert(items)
-        return AddResult(items=items)
+        stored = self._store.find_hashes(user_id, [it.content_hash for it in items])
+        fresh = [it for it in items if it.content_hash not in stored]
+        result = AddResult(
+            items=[stored.get(it.content_hash, it) for it in items],
+            duplicates=[stored[it.content_hash].id for it in items if it.content_hash in stored],
+        )
+        if not fresh:
+            return result
+        if infer and async_mode:
+            job = Job(
+                id=uuid.uuid4().hex,
+                user_id=user_id,
+                kind=EXTRACT_JOB,
+                payload={"message_ids": [it.id for it in fresh]},
+                created_at=now,
+                updated_at=now,
+            )
+            self._insert(fresh, jobs=[job])
+            result.job_id = job.id
+            self._worker.notify()
+            return result
+        self._insert(fresh)
+        with self._lifecycle:
+            if infer:
+                outcome = self._distiller.run(user_id, [it.id for it in fresh])
+                result.memories, result.job_id = outcome.memories, outcome.failed_job
+            else:
+                self._distiller.enforce_capacity(user_id)
+        return result
 
     def _insert(
-        self, items: Sequence[MemoryItem], event: HistoryEvent = HistoryEvent.ADD, *, enrich: bool = True
+        self,
+        items: Sequence[MemoryItem],
+        event: HistoryEvent = HistoryEvent.ADD,
+        *,
+        enrich: bool = True,
+        jobs: Sequence[Job] = (),
     ) -> None:
         if not items:
             return
@@ -182,7 +288,78 @@ class Memory:
         aliases = self._enrich(items, vectors) if enrich else None
         if self._store.embedder_identity() is None:
             self._store.set_embedder_identity(self._embedder.identity, self._embedder.dim)
-        self._store.insert(items, texts, vectors, event=event, aliases=aliases)
+        self._store.insert(items, texts, vectors, event=event, aliases=aliases, jobs=jobs)
+
+    # -- background jobs ---------------------------------------------------------------------------
+    def _handle_job(self, job: Job) -> None:
+        if job.kind != EXTRACT_JOB:
+            self._store.finish_job(JobOutcome(job.id, JobState.FAILED, f"unknown job kind {job.kind!r}"))
+            return
+        ids = [str(i) for i in job.payload.get("message_ids", [])]
+        self._check_embedder()
+        with self._lifecycle:
+            self._distiller.run(job.user_id, ids, job=job)
+
+    def job(self, job_id: str, *, user_id: str) -> Job:
+        """A background job of this user: its state, attempts and last error."""
+        user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
+        return self._store.job(user_id, job_id)
+
+    def jobs(self, *, user_id: str, state: JobState | str | None = None, limit: int = 100) -> builtins.list[Job]:
+        """The background jobs of this user, oldest first, optionally in one state."""
+        user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
+        try:
+            wanted = None if state is None else JobState(state)
+        except ValueError:
+            raise ValidationError(f"unknown job state {state!r}; one of {[s.value for s in JobState]}") from None
+        return self._store.jobs(user_id, wanted, limit)
+
+    def wait(self, job_id: str, *, user_id: str, timeout: float | None = None) -> Job:
+        """Block until a job is done or failed and return it; ``JobTimeoutError`` after ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if not self._worker.background:
+                self._worker.run_pending()
+            found = self.job(job_id, user_id=user_id)
+            if found.state in (JobState.DONE, JobState.FAILED):
+                return found
+            if deadline is not None and time.monotonic() >= deadline:
+                raise JobTimeoutError(f"job {job_id} is still {found.state.value} after {timeout} s")
+            self._worker.notify()
+            time.sleep(0.02)
+
+    def flush(self, *, timeout: float | None = None) -> None:
+        """Block until no background job is queued or running; ``JobTimeoutError`` after ``timeout`` seconds."""
+        if not self._worker.wait_idle(timeout):
+            raise JobTimeoutError(f"background jobs still pending after {timeout} s")
+
+    def retry_jobs(self, *, user_id: str | None = None) -> int:
+        """Queue failed jobs (of one user, or all) again; returns how many."""
+        if user_id is not None:
+            user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
+        n = self._store.requeue_jobs((JobState.FAILED,), user_id)
+        if n:
+            self._worker.notify()
+        return n
+
+    # -- forgetting --------------------------------------------------------------------------------
+    def archive(self, *, user_id: str, limit: int = 100, offset: int = 0) -> builtins.list[ArchivedMemory]:
+        """Memories of this user evicted beyond capacity, most recently archived first."""
+        user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
+        if limit < 0 or offset < 0:
+            raise ValidationError("limit and offset must not be negative")
+        return self._store.archived(user_id, limit, offset)
+
+    def restore(self, memory_id: str, *, user_id: str) -> MemoryItem:
+        """Bring an archived memory back into every index (capacity is enforced again at the next add)."""
+        user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
+        return self._store.restore(user_id, memory_id, utcnow())
+
+    def forget(self, *, user_id: str, hard: bool = False) -> builtins.list[str]:
+        """Enforce ``config.capacity`` now: evict the lowest survival scores to the archive (destroy if ``hard``)."""
+        user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
+        with self._lifecycle:
+            return self._distiller.enforce_capacity(user_id, hard=hard)
 
     def _enrich(self, items: Sequence[MemoryItem], vectors: Vectors) -> dict[str, builtins.list[AliasTuple]]:
         """Fill the write-time dimensions of new items; returns each user's changed entity-table rows."""
@@ -387,7 +564,11 @@ class Memory:
         new = old.model_copy(deep=True)
         if text is not None:
             new.text = check_text(text, max_chars=self.config.max_text_chars)
-            new.content_hash = content_hash(user_id, old.agent_id, old.session_id, old.kind.value, new.text)
+            new.content_hash = (
+                content_hash(user_id, old.agent_id, old.session_id, old.kind.value, new.text)
+                if old.kind is MemoryKind.MESSAGE
+                else typed_hash(user_id, old.agent_id, old.kind, new.text)
+            )
             changes["text"] = True
         if metadata is not None:
             new.metadata = check_metadata(metadata)
@@ -424,10 +605,15 @@ class Memory:
         self._store.replace(new, body, vector, entry, aliases)
         return new
 
-    def delete(self, memory_id: str, *, user_id: str) -> None:
-        """Remove a memory from every index; its history keeps the events but not the text."""
+    def delete(self, memory_id: str, *, user_id: str) -> builtins.list[str]:
+        """Remove a memory from every index; its history keeps the events but not the text.
+
+        Typed memories extracted from it alone are removed too; those with other sources just lose this one.
+        Returns the ids removed, ``memory_id`` first.
+        """
         user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
-        self._store.delete(user_id, memory_id, utcnow())
+        with self._lifecycle:
+            return self._store.delete(user_id, memory_id, utcnow())
 
     def delete_all(self, *, user_id: str) -> int:
         """Remove every memory and all history of one user; returns how many memories went."""

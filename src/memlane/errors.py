@@ -72,3 +72,7 @@ class LLMError(MemlaneError):
 
 class LLMOutputError(LLMError):
     """A language model's reply could not be parsed or validated against its output schema, even after repair."""
+
+
+class JobTimeoutError(MemlaneError, TimeoutError):
+    """A background job did not finish within the time waited for it (it keeps running)."""

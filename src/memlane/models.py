@@ -115,6 +115,22 @@ class MemoryItem(BaseModel):
     category: str | None = Field(default=None, description="topic, e.g. work, family, health")
     intent: str | None = Field(default=None, description="e.g. fact, preference, plan, question")
     entities: list[str] = Field(default_factory=list, description="canonical names of the entities it mentions")
+    valid_from: datetime | None = Field(
+        default=None, description="when a typed memory started to hold (its event time, else when it was said)"
+    )
+    valid_until: datetime | None = Field(
+        default=None, description="when it stopped holding (set when superseded); None while it still holds"
+    )
+    superseded_by: str | None = Field(default=None, description="id of the memory that replaced it")
+
+    @property
+    def is_current(self) -> bool:
+        """Whether the memory still holds (it has not been superseded)."""
+        return self.valid_until is None
+
+
+#: The kinds an extractor produces (every kind but ``message``).
+TYPED_KINDS: tuple[MemoryKind, ...] = tuple(k for k in MemoryKind if k is not MemoryKind.MESSAGE)
 
 
 class ScoreBreakdown(BaseModel):
@@ -151,6 +167,11 @@ class HistoryEvent(enum.StrEnum):
     DELETE = "DELETE"
     IMPORT = "IMPORT"
     REINDEX = "REINDEX"
+    EXTRACT = "EXTRACT"
+    MERGE = "MERGE"
+    SUPERSEDE = "SUPERSEDE"
+    EVICT = "EVICT"
+    RESTORE = "RESTORE"
 
 
 class HistoryEntry(BaseModel):
@@ -179,19 +200,75 @@ class Filters(BaseModel):
     since: datetime | None = Field(default=None, description="timestamp >= since")
     until: datetime | None = Field(default=None, description="timestamp < until")
     metadata: Metadata = Field(default_factory=dict, description="exact matches on metadata keys")
+    include_superseded: bool = Field(
+        default=False, description="also return memories that have been superseded (valid_until is set)"
+    )
+    as_of: datetime | None = Field(
+        default=None, description="only memories valid at this time (superseded ones included when they were valid)"
+    )
 
-    @field_validator("since", "until", mode="before")
+    @field_validator("since", "until", "as_of", mode="before")
     @classmethod
     def _parse_bounds(cls, value: Any) -> datetime | None:
         return None if value is None else parse_time(value)
 
 
 class AddResult(BaseModel):
-    """What ``Memory.add`` stored."""
+    """What ``Memory.add`` stored.
+
+    ``items`` are the messages in the order given; a message already stored (same content hash) is returned as
+    it is stored and its id is listed in ``duplicates``. ``memories`` are the typed memories extracted and
+    stored or merged into (synchronous extraction only); ``job_id`` names the extraction job when it runs in the
+    background, or the failed job recorded for a retry when a synchronous LLM extraction failed.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     items: list[MemoryItem]
+    duplicates: list[str] = Field(default_factory=list)
+    memories: list[MemoryItem] = Field(default_factory=list)
+    job_id: str | None = None
+
+    @property
+    def added(self) -> list[MemoryItem]:
+        """The messages this call actually stored (not already present)."""
+        skip = set(self.duplicates)
+        return [it for it in self.items if it.id not in skip]
+
+
+class JobState(enum.StrEnum):
+    """Where a background job stands."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class Job(BaseModel):
+    """A durable unit of background work (an extraction of stored messages), kept in the store's job table."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    user_id: str
+    kind: str
+    payload: Metadata = Field(default_factory=dict)
+    state: JobState = JobState.QUEUED
+    attempts: int = Field(default=0, ge=0)
+    error: str | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class ArchivedMemory(BaseModel):
+    """A memory evicted to the archive: out of every index, kept whole, restorable with ``Memory.restore``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory: MemoryItem
+    archived_at: datetime
+    reason: str = ""
 
 
 class Stats(BaseModel):

@@ -36,7 +36,9 @@ def test_add_search_get_list_delete_history(env) -> None:
     assert "Biscuit" in table and "raw=" in table
     assert json.loads(run(env, "get", item["id"], "--user", "ana").stdout)["text"].endswith("Biscuit")
     listed = json.loads(run(env, "list", "--user", "ana", "--json").stdout)
-    assert [m["text"] for m in listed] == ["I adopted a beagle called Biscuit", "My sister lives in Porto"]
+    said = [m["text"] for m in listed if m["kind"] == "message"]
+    assert said == ["I adopted a beagle called Biscuit", "My sister lives in Porto"]
+    assert [m["text"] for m in listed if m["kind"] != "message"] == ["The user's sister lives in Porto."]
     run(env, "delete", item["id"], "--user", "ana")
     events = json.loads(run(env, "history", item["id"], "--user", "ana").stdout)
     assert [e["event"] for e in events] == ["ADD", "DELETE"]

@@ -9,7 +9,7 @@ import pytest
 
 from memlane.extraction import Candidate, RuleExtractor
 from memlane.lifecycle import Action, Consolidator, LLMConsolidator, Related, RuleConsolidator, is_valid_at, supersede
-from memlane.lifecycle.consolidate import SUPERSEDED_BY, VALID_UNTIL, claim_of, is_current
+from memlane.lifecycle.consolidate import claim_of, is_current
 from memlane.llm import OpenAIChat
 from memlane.models import MemoryItem, MemoryKind
 from tests.llm.replay import completion, recorded, replay_server
@@ -68,12 +68,12 @@ def test_a_move_supersedes_the_old_residence() -> None:
     decision = RuleConsolidator().decide(moved, [Related(BOSTON, 0.6)], at=T2025)
     assert (decision.action, decision.targets) == (Action.SUPERSEDE, ["boston"])
     closed = supersede(BOSTON, "denver", moved.event_time or T2025)
-    assert closed.metadata[SUPERSEDED_BY] == "denver" and closed.metadata[VALID_UNTIL].startswith("2024-01-01")
+    assert closed.superseded_by == "denver" and closed.valid_until == datetime(2024, 1, 1, tzinfo=UTC)
     assert not is_current(closed) and is_current(BOSTON)
     assert is_valid_at(closed, datetime(2023, 6, 1, tzinfo=UTC))  # still answers "where did she live in 2023?"
     assert not is_valid_at(closed, T2025)
     assert not is_valid_at(closed, datetime(2020, 1, 1, tzinfo=UTC))  # before it was said to hold
-    assert "valid_until" not in BOSTON.metadata  # pure
+    assert BOSTON.valid_until is None  # pure
 
 
 def test_restating_the_same_value_merges() -> None:

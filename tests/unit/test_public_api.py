@@ -8,11 +8,11 @@ import sys
 import memlane
 
 EXPECTED = {
-    "AddResult", "Config", "ConfigError", "CorruptStoreError", "Embedder", "EmbedderMismatchError",
-    "EmbeddingError", "Filters", "HistoryEntry", "HistoryEvent", "Hit", "ImportFormatError", "MemlaneError",
+    "AddResult", "ArchivedMemory", "Config", "ConfigError", "CorruptStoreError", "Embedder", "EmbedderMismatchError",
+    "EmbeddingError", "Filters", "HistoryEntry", "HistoryEvent", "Hit", "ImportFormatError", "Job", "JobState", "JobTimeoutError", "MemlaneError",
     "Memory", "MemoryItem", "MemoryKind", "Message", "MissingDependencyError", "MissingScopeError",
     "NotFoundError", "RetrievalPreset", "SchemaError", "ScoreBreakdown", "SourceRef", "Stats", "StoreError",
-    "UnknownFilterError", "ValidationError", "__version__",
+    "SurvivalWeights", "UnknownFilterError", "ValidationError", "__version__",
 }  # fmt: skip
 
 

@@ -17,13 +17,12 @@ from memlane.extraction.parsing import complete_structured
 from memlane.extraction.prompts import consolidate as consolidate_prompt
 from memlane.lifecycle.dedup import DedupThresholds, is_similar, normalise_text
 from memlane.llm.base import ChatModel
-from memlane.models import MemoryItem, MemoryKind, as_utc, parse_time
+from memlane.models import MemoryItem, MemoryKind, as_utc
 
 log = logging.getLogger(__name__)
 
-#: Metadata keys of a typed memory's structured claim and validity (until the store has columns for them).
+#: Metadata keys of a typed memory's structured claim ("Maya" / "residence" / "Denver").
 SUBJECT, ATTRIBUTE, VALUE = "subject", "attribute", "value"
-VALID_UNTIL, SUPERSEDED_BY = "valid_until", "superseded_by"
 
 
 class Action(enum.StrEnum):
@@ -71,7 +70,10 @@ class Consolidator(Protocol):
 
 
 def _fold(value: object) -> str | None:
-    return " ".join(str(value).casefold().split()) or None if value is not None else None
+    """Case-folded, whitespace collapsed, trailing punctuation dropped ("Boston." and "boston" agree)."""
+    if value is None:
+        return None
+    return " ".join(str(value).casefold().split()).rstrip(".!;,") or None
 
 
 def claim_of(item: MemoryItem) -> tuple[str | None, str | None, str | None]:
@@ -82,34 +84,27 @@ def claim_of(item: MemoryItem) -> tuple[str | None, str | None, str | None]:
 
 def valid_until(item: MemoryItem) -> datetime | None:
     """When a memory stopped being true, or ``None`` while it still is."""
-    raw = item.metadata.get(VALID_UNTIL)
-    if raw is None:
-        return None
-    try:
-        return parse_time(raw)
-    except ValueError:
-        log.warning("memory %s has an unreadable %s %r", item.id, VALID_UNTIL, raw)
-        return None
+    return item.valid_until
 
 
 def is_valid_at(item: MemoryItem, when: datetime) -> bool:
-    """Whether a memory held at ``when``: from its event time (or timestamp) until its ``valid_until``, if any."""
+    """Whether a memory held at ``when``: from its validity start (event time, else timestamp) until ``valid_until``."""
     when = as_utc(when)
-    start = item.event_time or item.timestamp
-    end = valid_until(item)
-    return as_utc(start) <= when and (end is None or when < end)
+    start = item.valid_from or item.event_time or item.timestamp
+    end = item.valid_until
+    return as_utc(start) <= when and (end is None or when < as_utc(end))
 
 
 def is_current(item: MemoryItem) -> bool:
     """Whether a memory has not been superseded (what current-state searches should prefer)."""
-    return valid_until(item) is None
+    return item.valid_until is None
 
 
 def supersede(old: MemoryItem, new_id: str, at: datetime) -> MemoryItem:
     """A copy of ``old`` closed at ``at`` and pointing to the memory that replaced it; nothing is deleted."""
     closed = old.model_copy(deep=True)
-    closed.metadata[VALID_UNTIL] = as_utc(at).isoformat()
-    closed.metadata[SUPERSEDED_BY] = new_id
+    closed.valid_until = as_utc(at)
+    closed.superseded_by = new_id
     closed.updated_at = max(as_utc(at), old.updated_at)
     return closed
 

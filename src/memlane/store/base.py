@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from memlane.embedding.base import Vectors
 from memlane.errors import ConfigError
-from memlane.models import Filters, HistoryEntry, HistoryEvent, MemoryItem
+from memlane.models import (
+    ArchivedMemory,
+    Filters,
+    HistoryEntry,
+    HistoryEvent,
+    Job,
+    JobState,
+    MemoryItem,
+    MemoryKind,
+)
+from memlane.store.outcome import JobOutcome
 
 ScoredIds = list[tuple[str, float]]
 AliasTuple = tuple[str, str, str, str]  # (alias, canonical, kind, display): one row of a user's entity table
@@ -26,8 +37,38 @@ class RecordStore(Protocol):
         vectors: Vectors,
         event: HistoryEvent = HistoryEvent.ADD,
         aliases: Mapping[str, Sequence[AliasTuple]] | None = None,
+        *,
+        jobs: Sequence[Job] = (),
+        changes: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
-        """Store items with their text-index bodies and vectors (and users' entity-table rows), all or nothing."""
+        """Store items with their text-index bodies and vectors (and users' entity-table rows), all or nothing.
+
+        ``jobs`` are enqueued in the same transaction; ``changes`` adds details to each item's history record.
+        """
+        ...
+
+    def write(
+        self,
+        items: Sequence[MemoryItem],
+        index_texts: Sequence[str],
+        vectors: Vectors,
+        *,
+        event: HistoryEvent = HistoryEvent.ADD,
+        aliases: Mapping[str, Sequence[AliasTuple]] | None = None,
+        jobs: Sequence[Job] = (),
+        changes: Mapping[str, Mapping[str, Any]] | None = None,
+        updates: Sequence[tuple[MemoryItem, HistoryEntry]] = (),
+        finish: JobOutcome | None = None,
+    ) -> None:
+        """``insert`` plus changed items (fields only, no re-index) and a job's outcome, in one transaction."""
+        ...
+
+    def find_hashes(self, user_id: str, hashes: Sequence[str]) -> dict[str, MemoryItem]:
+        """The memory of this user stored under each content hash (absent hashes are left out)."""
+        ...
+
+    def count_kinds(self, user_id: str, kinds: Sequence[MemoryKind]) -> int:
+        """How many memories of these kinds this user holds."""
         ...
 
     def get(self, user_id: str, memory_id: str) -> MemoryItem:
@@ -57,12 +98,16 @@ class RecordStore(Protocol):
         """Overwrite a memory (same id and user); a new ``index_text``/``vector`` re-indexes it."""
         ...
 
-    def delete(self, user_id: str, memory_id: str, at: datetime) -> None:
-        """Remove a memory from rows, text index and vectors; erase text from its history."""
+    def delete(self, user_id: str, memory_id: str, at: datetime) -> builtins.list[str]:
+        """Remove a memory from rows, text index and vectors; erase text from its history.
+
+        Typed memories whose only source was this memory are removed too; the others lose that source.
+        Returns the ids removed, the one asked for first.
+        """
         ...
 
     def delete_user(self, user_id: str) -> int:
-        """Remove everything of one user, history included; returns the number of memories removed."""
+        """Remove everything of one user (history, jobs, archive, aliases, feedback); returns the memories removed."""
         ...
 
     def iter_items(self, user_id: str | None = None) -> Iterator[MemoryItem]:
@@ -183,6 +228,56 @@ class FeedbackLog(Protocol):
 
 
 @runtime_checkable
+class JobQueue(Protocol):
+    """The durable queue of background jobs, in the same database as the memories."""
+
+    def enqueue(self, job: Job) -> None:
+        """Add a job."""
+        ...
+
+    def claim_job(self) -> Job | None:
+        """The oldest queued job, marked running with its attempt counted; ``None`` when the queue is empty."""
+        ...
+
+    def finish_job(self, outcome: JobOutcome) -> None:
+        """Record a job's outcome."""
+        ...
+
+    def job(self, user_id: str, job_id: str) -> Job:
+        """One job of this user; ``NotFoundError`` when absent (or another user's)."""
+        ...
+
+    def jobs(self, user_id: str | None, state: JobState | None = None, limit: int = 1000) -> list[Job]:
+        """Jobs of one user (or all), oldest first."""
+        ...
+
+    def pending_jobs(self) -> int:
+        """How many jobs are queued or running."""
+        ...
+
+    def requeue_jobs(self, states: tuple[JobState, ...], user_id: str | None = None) -> int:
+        """Put jobs in these states back in the queue; returns how many."""
+        ...
+
+
+@runtime_checkable
+class Archive(Protocol):
+    """Evicted memories, kept whole out of every index, and restorable."""
+
+    def evict(self, user_id: str, memory_ids: Sequence[str], at: datetime, *, hard: bool = False) -> int:
+        """Move memories to the archive (destroy them when ``hard``); returns how many went."""
+        ...
+
+    def archived(self, user_id: str, limit: int, offset: int) -> list[ArchivedMemory]:
+        """Archived memories of this user, most recently archived first."""
+        ...
+
+    def restore(self, user_id: str, memory_id: str, at: datetime) -> MemoryItem:
+        """Bring an archived memory back; ``NotFoundError`` when this user has none with that id."""
+        ...
+
+
+@runtime_checkable
 class HistoryLog(Protocol):
     """Every recorded change of a memory."""
 
@@ -192,7 +287,7 @@ class HistoryLog(Protocol):
 
 
 @runtime_checkable
-class Store(RecordStore, TextIndex, VectorIndex, DimensionIndex, FeedbackLog, HistoryLog, Protocol):
+class Store(RecordStore, TextIndex, VectorIndex, DimensionIndex, FeedbackLog, HistoryLog, JobQueue, Archive, Protocol):
     """Everything the engine needs from a backend."""
 
     @property

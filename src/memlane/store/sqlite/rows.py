@@ -12,7 +12,7 @@ from memlane.models import Filters, MemoryItem, MemoryKind, SourceRef
 COLUMNS: Final = (
     "id, user_id, agent_id, session_id, kind, role, speaker, text, ts, created_at, updated_at, event_time, "
     "importance, confidence, access_count, last_accessed, content_hash, sources, metadata, position, event_end, "
-    "category, intent, entities"
+    "category, intent, entities, valid_from, valid_until, superseded_by"
 )
 # The columns a ``replace`` may change (all but id, user_id and the embed hash), in ``COLUMNS`` order.
 MUTABLE: Final = tuple(c.strip() for c in COLUMNS.split(","))[2:]
@@ -68,6 +68,9 @@ def item_params(item: MemoryItem, embed_hash: str) -> tuple[Any, ...]:
         item.category,
         item.intent,
         json.dumps(item.entities, ensure_ascii=False),
+        _opt_micros(item.valid_from),
+        _opt_micros(item.valid_until),
+        item.superseded_by,
         embed_hash,
     )
 
@@ -100,6 +103,9 @@ def row_to_item(row: tuple[Any, ...]) -> MemoryItem:
         category=row[21],
         intent=row[22],
         entities=json.loads(row[23]),
+        valid_from=_opt_time(row[24]),
+        valid_until=_opt_time(row[25]),
+        superseded_by=row[26],
     )
 
 
@@ -116,8 +122,40 @@ def _json_path(key: str) -> str:
     return '$."' + key.replace('"', '""') + '"'
 
 
+def validity_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
+    """The validity part of the filters: current memories only (the default), those valid ``as_of`` a time, or all.
+
+    Raw messages have no validity window and always pass.
+    """
+    if filters.as_of is not None:
+        at = to_micros(filters.as_of)
+        return (
+            f"({alias}.valid_from IS NULL OR {alias}.valid_from <= ?) AND "
+            f"({alias}.valid_until IS NULL OR {alias}.valid_until > ?)"
+        ), [at, at]
+    if filters.include_superseded:
+        return "1", []
+    return f"{alias}.valid_until IS NULL", []
+
+
+def only_current(filters: Filters) -> bool:
+    """True when the filters ask for nothing but current memories (the default): a cheap exclusion suffices."""
+    return filters.as_of is None and not filters.include_superseded and content_sql(filters)[0] == "1"
+
+
 def filter_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
-    """Render filters as a SQL condition (``"1"`` when empty) with its parameters."""
+    """Render filters, validity included, as a SQL condition (``"1"`` when they select everything)."""
+    where, params = content_sql(filters, alias)
+    valid, vparams = validity_sql(filters, alias)
+    if valid == "1":
+        return where, params
+    if where == "1":
+        return valid, vparams
+    return f"{where} AND {valid}", [*params, *vparams]
+
+
+def content_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
+    """Render the filters other than validity as a SQL condition (``"1"`` when empty) with its parameters."""
     parts: list[str] = []
     params: list[Any] = []
     for field, column in (

@@ -116,4 +116,39 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         CREATE INDEX feedback_user_memory ON feedback(user_id, memory_id)
         """,
     ),
+    (
+        "0004_lifecycle",
+        """
+        ALTER TABLE memories ADD COLUMN valid_from INTEGER;
+        ALTER TABLE memories ADD COLUMN valid_until INTEGER;
+        ALTER TABLE memories ADD COLUMN superseded_by TEXT;
+        CREATE INDEX memories_user_superseded ON memories(user_id, valid_until) WHERE valid_until IS NOT NULL;
+        CREATE TABLE jobs (
+            seq        INTEGER PRIMARY KEY,
+            id         TEXT NOT NULL UNIQUE,
+            user_id    TEXT NOT NULL,
+            kind       TEXT NOT NULL,
+            payload    TEXT NOT NULL DEFAULT '{}',
+            state      TEXT NOT NULL,
+            attempts   INTEGER NOT NULL DEFAULT 0,
+            error      TEXT,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL
+        );
+        CREATE INDEX jobs_state ON jobs(state, seq);
+        CREATE INDEX jobs_user ON jobs(user_id, seq);
+        CREATE TABLE archive (
+            pk          INTEGER PRIMARY KEY,
+            id          TEXT NOT NULL UNIQUE,
+            user_id     TEXT NOT NULL,
+            kind        TEXT NOT NULL,
+            item        TEXT NOT NULL,
+            body        TEXT NOT NULL,
+            vec         BLOB NOT NULL,
+            archived_at INTEGER NOT NULL,
+            reason      TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX archive_user ON archive(user_id, archived_at)
+        """,
+    ),
 )

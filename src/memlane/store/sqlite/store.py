@@ -19,8 +19,20 @@ import numpy as np
 from memlane.embedding.base import Vectors
 from memlane.enrich.entities import canonical
 from memlane.errors import CorruptStoreError, NotFoundError, SchemaError, StoreError
-from memlane.models import Filters, HistoryEntry, HistoryEvent, MemoryItem, MemoryKind
+from memlane.models import (
+    ArchivedMemory,
+    Filters,
+    HistoryEntry,
+    HistoryEvent,
+    Job,
+    JobState,
+    MemoryItem,
+    MemoryKind,
+    utcnow,
+)
 from memlane.store.base import AliasTuple
+from memlane.store.outcome import JobOutcome
+from memlane.store.sqlite import jobs as jobs_sql
 from memlane.store.sqlite.rows import (
     COLUMNS,
     MUTABLE,
@@ -29,6 +41,7 @@ from memlane.store.sqlite.rows import (
     from_micros,
     is_empty,
     item_params,
+    only_current,
     row_to_item,
     to_micros,
 )
@@ -39,6 +52,9 @@ log = logging.getLogger(__name__)
 
 
 _INSERT = f"INSERT INTO memories ({COLUMNS}, embed_hash) VALUES ({', '.join('?' * (len(MUTABLE) + 3))})"
+
+
+_QUALIFIED = ", ".join(f"m.{c.strip()}" for c in COLUMNS.split(","))
 
 
 def scope_token(user_id: str) -> str:
@@ -167,10 +183,31 @@ class SQLiteStore:
         vectors: Vectors,
         event: HistoryEvent = HistoryEvent.ADD,
         aliases: Mapping[str, Sequence[AliasTuple]] | None = None,
+        *,
+        jobs: Sequence[Job] = (),
+        changes: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
+        self.write(items, index_texts, vectors, event=event, aliases=aliases, jobs=jobs, changes=changes)
+
+    def write(
+        self,
+        items: Sequence[MemoryItem],
+        index_texts: Sequence[str],
+        vectors: Vectors,
+        *,
+        event: HistoryEvent = HistoryEvent.ADD,
+        aliases: Mapping[str, Sequence[AliasTuple]] | None = None,
+        jobs: Sequence[Job] = (),
+        changes: Mapping[str, Mapping[str, Any]] | None = None,
+        updates: Sequence[tuple[MemoryItem, HistoryEntry]] = (),
+        finish: JobOutcome | None = None,
+    ) -> None:
+        """New items (with their index entries), changed items (no re-index), jobs enqueued and a job finished:
+        all in one transaction.
+        """
         if not (len(items) == len(index_texts) == len(vectors)):
             raise StoreError("insert needs one index text and one vector per item")
-        if not items:
+        if not items and not updates and not jobs and finish is None:
             return
         by_user: dict[str, list[int]] = {}
         for i, item in enumerate(items):
@@ -184,21 +221,17 @@ class SQLiteStore:
                 for item, body, vec in zip(items, index_texts, vecs, strict=True):
                     if item.position is None and item.kind == MemoryKind.MESSAGE:
                         item.position = self._next_position(c, next_position, item.user_id, item.session_id)
-                    cur = c.execute(_INSERT, item_params(item, embed_hash(body)))
-                    pk = int(cur.lastrowid or 0)
-                    pks.append(pk)
-                    self._write_entities(c, pk, item)
-                    c.execute(
-                        "INSERT INTO vectors (pk, user_id, vec) VALUES (?, ?, ?)",
-                        (pk, item.user_id, vec.tobytes()),
-                    )
-                    c.execute(
-                        "INSERT INTO memories_fts (rowid, body, scope) VALUES (?, ?, ?)",
-                        (pk, body, scope_token(item.user_id)),
-                    )
-                    self._log(c, item.user_id, item.id, event, item.created_at, None, item.text, {})
+                    pks.append(self._insert_row(c, item, body, vec))
+                    extra = dict((changes or {}).get(item.id, {}))
+                    self._log(c, item.user_id, item.id, event, item.created_at, None, item.text, extra)
+                for item, entry in updates:
+                    self._update_row(c, item, entry)
                 for user_id, rows in (aliases or {}).items():
                     self._write_aliases(c, user_id, rows)
+                for job in jobs:
+                    jobs_sql.enqueue(c, job)
+                if finish is not None:
+                    jobs_sql.finish(c, finish, to_micros(utcnow()))
                 for user_id in by_user:
                     versions[user_id] = self._bump(c, user_id)
         except sqlite3.IntegrityError as exc:
@@ -208,6 +241,27 @@ class SQLiteStore:
         for user_id, idx in by_user.items():
             old, new = versions[user_id]
             self._vectors.advance(user_id, old, new, add=([pks[i] for i in idx], [items[i].id for i in idx], vecs[idx]))
+
+    def _insert_row(self, c: sqlite3.Connection, item: MemoryItem, body: str, vec: Vectors) -> int:
+        cur = c.execute(_INSERT, item_params(item, embed_hash(body)))
+        pk = int(cur.lastrowid or 0)
+        self._write_entities(c, pk, item)
+        c.execute("INSERT INTO vectors (pk, user_id, vec) VALUES (?, ?, ?)", (pk, item.user_id, vec.tobytes()))
+        c.execute(
+            "INSERT INTO memories_fts (rowid, body, scope) VALUES (?, ?, ?)", (pk, body, scope_token(item.user_id))
+        )
+        return pk
+
+    def _update_row(self, c: sqlite3.Connection, item: MemoryItem, entry: HistoryEntry) -> None:
+        """Overwrite a row's fields (not its index entries) and log the change."""
+        params = item_params(item, "")
+        sets = ", ".join(f"{col} = ?" for col in MUTABLE)
+        row = c.execute("SELECT pk FROM memories WHERE +user_id = ? AND id = ?", (item.user_id, item.id)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no memory {item.id!r} for user {item.user_id!r}")
+        c.execute(f"UPDATE memories SET {sets} WHERE pk = ?", (*params[2:-1], int(row[0])))
+        self._write_entities(c, int(row[0]), item)
+        self._log(c, item.user_id, item.id, entry.event, entry.at, entry.old_text, entry.new_text, entry.changes)
 
     @staticmethod
     def _next_position(
@@ -348,7 +402,11 @@ class SQLiteStore:
                 add=([pk], [item.id], np.asarray(vector, np.float32).reshape(1, -1)),
             )
 
-    def delete(self, user_id: str, memory_id: str, at: datetime) -> None:
+    def delete(self, user_id: str, memory_id: str, at: datetime) -> builtins.list[str]:
+        """Remove a memory; typed memories whose only source it was go too, the others lose that source.
+
+        Returns the ids of every memory removed (the one asked for first).
+        """
         try:
             with self.atomic() as c:
                 row = c.execute(
@@ -356,19 +414,37 @@ class SQLiteStore:
                 ).fetchone()
                 if row is None:
                     raise NotFoundError(f"no memory {memory_id!r} for user {user_id!r}")
-                pk = int(row[0])
-                c.execute("DELETE FROM memories_fts WHERE rowid = ?", (pk,))
-                c.execute("DELETE FROM memories WHERE pk = ?", (pk,))  # vectors cascade
-                c.execute("DELETE FROM feedback WHERE user_id = ? AND memory_id = ?", (user_id, memory_id))
-                c.execute(
-                    "UPDATE history SET old_text = NULL, new_text = NULL, changes = '{}' WHERE user_id = ? AND memory_id = ?",
+                removed = [(int(row[0]), memory_id)]
+                self._remove_row(c, user_id, int(row[0]), memory_id, at, {})
+                for pk, mid, sources in c.execute(
+                    "SELECT pk, id, sources FROM memories m WHERE m.user_id = ? AND m.kind != 'message' AND EXISTS "
+                    "(SELECT 1 FROM json_each(m.sources) s WHERE json_extract(s.value, '$.memory_id') = ?)",
                     (user_id, memory_id),
-                )
-                self._log(c, user_id, memory_id, HistoryEvent.DELETE, at, None, None, {})
+                ).fetchall():
+                    kept = [ref for ref in json.loads(sources) if ref.get("memory_id") != memory_id]
+                    if kept:
+                        c.execute("UPDATE memories SET sources = ? WHERE pk = ?", (json.dumps(kept), int(pk)))
+                        self._log(c, user_id, mid, HistoryEvent.UPDATE, at, None, None, {"source_deleted": memory_id})
+                    else:
+                        removed.append((int(pk), str(mid)))
+                        self._remove_row(c, user_id, int(pk), str(mid), at, {"source_deleted": memory_id})
                 versions = self._bump(c, user_id)
         except sqlite3.DatabaseError as exc:
             raise _translate(exc, self._path) from exc
-        self._vectors.advance(user_id, *versions, remove=[pk])
+        self._vectors.advance(user_id, *versions, remove=[pk for pk, _ in removed])
+        return [mid for _, mid in removed]
+
+    def _remove_row(
+        self, c: sqlite3.Connection, user_id: str, pk: int, memory_id: str, at: datetime, changes: dict[str, Any]
+    ) -> None:
+        c.execute("DELETE FROM memories_fts WHERE rowid = ?", (pk,))
+        c.execute("DELETE FROM memories WHERE pk = ?", (pk,))  # vectors and entity rows cascade
+        c.execute("DELETE FROM feedback WHERE user_id = ? AND memory_id = ?", (user_id, memory_id))
+        c.execute(
+            "UPDATE history SET old_text = NULL, new_text = NULL, changes = '{}' WHERE user_id = ? AND memory_id = ?",
+            (user_id, memory_id),
+        )
+        self._log(c, user_id, memory_id, HistoryEvent.DELETE, at, None, None, changes)
 
     def delete_user(self, user_id: str) -> int:
         try:
@@ -382,6 +458,8 @@ class SQLiteStore:
                 c.execute("DELETE FROM entities WHERE user_id = ?", (user_id,))
                 c.execute("DELETE FROM feedback WHERE user_id = ?", (user_id,))
                 c.execute("DELETE FROM history WHERE user_id = ?", (user_id,))
+                c.execute("DELETE FROM jobs WHERE user_id = ?", (user_id,))
+                c.execute("DELETE FROM archive WHERE user_id = ?", (user_id,))
                 self._bump(c, user_id)
         except sqlite3.DatabaseError as exc:
             raise _translate(exc, self._path) from exc
@@ -414,6 +492,152 @@ class SQLiteStore:
                 )
         except sqlite3.DatabaseError as exc:
             raise _translate(exc, self._path) from exc
+
+    def find_hashes(self, user_id: str, hashes: Sequence[str]) -> dict[str, MemoryItem]:
+        """The memory of this user stored under each content hash (if several: the earliest still valid)."""
+        out: dict[str, MemoryItem] = {}
+        wanted = list(dict.fromkeys(hashes))
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for row in self._read(
+                f"{SELECT_ITEM} WHERE m.user_id = ? AND m.content_hash IN ({marks}) "
+                "ORDER BY m.valid_until IS NULL, m.pk DESC",
+                (user_id, *chunk),
+            ):
+                item = row_to_item(row)
+                out[item.content_hash] = item
+        return out
+
+    def count_kinds(self, user_id: str, kinds: Sequence[MemoryKind]) -> int:
+        """How many memories of these kinds this user holds (superseded ones included)."""
+        if not kinds:
+            return 0
+        marks = ", ".join("?" * len(kinds))
+        rows = self._read(
+            f"SELECT count(*) FROM memories WHERE user_id = ? AND kind IN ({marks})",
+            (user_id, *[k.value for k in kinds]),
+        )
+        return int(rows[0][0])
+
+    # -- jobs --------------------------------------------------------------------------------------
+    def enqueue(self, job: Job) -> None:
+        """Add a job to the durable queue."""
+        self.write([], [], np.zeros((0, 0), dtype=np.float32), jobs=[job])
+
+    def claim_job(self) -> Job | None:
+        """The oldest queued job, now marked running (its attempt counted); ``None`` when there is none."""
+        try:
+            with self.atomic() as c:
+                return jobs_sql.claim(c, to_micros(utcnow()))
+        except sqlite3.DatabaseError as exc:
+            raise _translate(exc, self._path) from exc
+
+    def finish_job(self, outcome: JobOutcome) -> None:
+        """Record a job's outcome."""
+        with self.atomic() as c:
+            jobs_sql.finish(c, outcome, to_micros(utcnow()))
+
+    def job(self, user_id: str, job_id: str) -> Job:
+        """One job of this user; ``NotFoundError`` when absent (or another user's)."""
+        with self._lock:
+            found = jobs_sql.get(self._conn, user_id, job_id)
+        if found is None:
+            raise NotFoundError(f"no job {job_id!r} for user {user_id!r}")
+        return found
+
+    def jobs(self, user_id: str | None, state: JobState | None = None, limit: int = 1000) -> builtins.list[Job]:
+        """Jobs of one user (or of all), oldest first."""
+        with self._lock:
+            return jobs_sql.select(self._conn, user_id, state, limit)
+
+    def pending_jobs(self) -> int:
+        """How many jobs are queued or running."""
+        with self._lock:
+            return jobs_sql.pending(self._conn)
+
+    def requeue_jobs(self, states: tuple[JobState, ...], user_id: str | None = None) -> int:
+        """Put jobs in these states back in the queue; returns how many."""
+        with self.atomic() as c:
+            return jobs_sql.requeue(c, states, user_id, to_micros(utcnow()))
+
+    # -- archive -----------------------------------------------------------------------------------
+    def evict(self, user_id: str, memory_ids: Sequence[str], at: datetime, *, hard: bool = False) -> int:
+        """Move memories out of every index into the archive (or destroy them when ``hard``), logging EVICT."""
+        if not memory_ids:
+            return 0
+        moved: list[int] = []
+        try:
+            with self.atomic() as c:
+                for mid in dict.fromkeys(memory_ids):
+                    row = c.execute(
+                        f"SELECT m.pk, {_QUALIFIED}, f.body, v.vec FROM memories m JOIN vectors v ON v.pk = m.pk "
+                        "JOIN memories_fts f ON f.rowid = m.pk WHERE +m.user_id = ? AND m.id = ?",
+                        (user_id, mid),
+                    ).fetchone()
+                    if row is None:
+                        continue
+                    pk, item, body, vec = int(row[0]), row_to_item(row[1:-2]), row[-2], row[-1]
+                    if hard:
+                        self._remove_row(c, user_id, pk, mid, at, {"evicted": True, "hard": True})
+                    else:
+                        c.execute(
+                            "INSERT INTO archive (id, user_id, kind, item, body, vec, archived_at, reason) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            (
+                                mid,
+                                user_id,
+                                item.kind.value,
+                                item.model_dump_json(),
+                                body,
+                                vec,
+                                to_micros(at),
+                                "capacity",
+                            ),
+                        )
+                        c.execute("DELETE FROM memories_fts WHERE rowid = ?", (pk,))
+                        c.execute("DELETE FROM memories WHERE pk = ?", (pk,))
+                        self._log(c, user_id, mid, HistoryEvent.EVICT, at, None, None, {"archived": True})
+                    moved.append(pk)
+                versions = self._bump(c, user_id)
+        except sqlite3.DatabaseError as exc:
+            raise _translate(exc, self._path) from exc
+        self._vectors.advance(user_id, *versions, remove=moved)
+        return len(moved)
+
+    def archived(self, user_id: str, limit: int, offset: int) -> builtins.list[ArchivedMemory]:
+        """Archived memories of this user, most recently archived first."""
+        rows = self._read(
+            "SELECT item, archived_at, reason FROM archive WHERE user_id = ? ORDER BY archived_at DESC, pk DESC "
+            "LIMIT ? OFFSET ?",
+            (user_id, limit, offset),
+        )
+        return [
+            ArchivedMemory(memory=MemoryItem.model_validate_json(r[0]), archived_at=from_micros(int(r[1])), reason=r[2])
+            for r in rows
+        ]
+
+    def restore(self, user_id: str, memory_id: str, at: datetime) -> MemoryItem:
+        """Bring an archived memory back into every index, logging RESTORE."""
+        try:
+            with self.atomic() as c:
+                row = c.execute(
+                    "SELECT pk, item, body, vec FROM archive WHERE user_id = ? AND id = ?", (user_id, memory_id)
+                ).fetchone()
+                if row is None:
+                    raise NotFoundError(f"no archived memory {memory_id!r} for user {user_id!r}")
+                item = MemoryItem.model_validate_json(row[1])
+                vec = np.frombuffer(row[3], dtype=np.float32)
+                pk = self._insert_row(c, item, str(row[2]), vec)
+                c.execute("DELETE FROM archive WHERE pk = ?", (int(row[0]),))
+                self._log(c, user_id, memory_id, HistoryEvent.RESTORE, at, None, None, {})
+                versions = self._bump(c, user_id)
+        except sqlite3.IntegrityError as exc:
+            raise StoreError(f"restore rejected by the database: {exc}") from exc
+        except sqlite3.DatabaseError as exc:
+            raise _translate(exc, self._path) from exc
+        self._vectors.advance(user_id, *versions, add=([pk], [memory_id], vec.reshape(1, -1)))
+        return item
 
     # -- feedback ----------------------------------------------------------------------------------
     def add_feedback(self, user_id: str, query: str, memory_id: str, useful: bool, at: datetime) -> None:
@@ -489,10 +713,11 @@ class SQLiteStore:
         # One pass over the matches: FTS5 scores every match anyway to rank them, and probing single
         # rows with MATCH afterwards would re-run the whole query per row.
         tail = "" if limit is None else f" ORDER BY s DESC LIMIT {int(limit)}"
-        if is_empty(filters):
+        if is_empty(filters) or only_current(filters):
+            current = "" if is_empty(filters) else " AND m.valid_until IS NULL"
             rows = self._read(
                 "SELECT m.id, -bm25(memories_fts, 1.0, 0.0) AS s FROM memories_fts "
-                f"JOIN memories m ON m.pk = memories_fts.rowid WHERE memories_fts MATCH ?{tail}",
+                f"JOIN memories m ON m.pk = memories_fts.rowid WHERE memories_fts MATCH ?{current}{tail}",
                 (fts_match(user_id, terms),),
             )
         else:
@@ -560,6 +785,8 @@ class SQLiteStore:
         """Those of the given memories that pass ``filters``."""
         if is_empty(filters):
             return set(memory_ids)
+        if only_current(filters):
+            return set(memory_ids) - self._superseded(user_id)[1]
         where, params = filter_sql(filters)
         out: set[str] = set()
         ids = list(dict.fromkeys(memory_ids))
@@ -651,6 +878,11 @@ class SQLiteStore:
                 self._vectors.put(user_id, held)
             return held
 
+    def _superseded(self, user_id: str) -> tuple[builtins.list[int], set[str]]:
+        """Row keys and ids of this user's superseded memories (a partial index keeps this cheap)."""
+        rows = self._read("SELECT pk, id FROM memories WHERE user_id = ? AND valid_until IS NOT NULL", (user_id,))
+        return [int(r[0]) for r in rows], {str(r[1]) for r in rows}
+
     def _dim(self) -> int:
         ident = self.embedder_identity()
         return ident[1] if ident else 0
@@ -668,8 +900,17 @@ class SQLiteStore:
         held = self._matrix(user_id)
         if held.matrix.shape[0] == 0 or limit <= 0:
             return []
-        allowed = self._allowed_positions(user_id, held, filters)
         q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if only_current(filters):
+            # Superseded memories are few: score everything and push them out of reach.
+            stale = held.positions(self._superseded(user_id)[0])
+            scores = held.matrix @ q
+            if stale.size:
+                scores[stale] = -np.inf
+                limit = min(limit, held.matrix.shape[0] - stale.size)
+            order = top_k(scores, limit)
+            return [(held.ids[i], float(scores[i])) for i in order]
+        allowed = self._allowed_positions(user_id, held, filters)
         if allowed is None:
             scores = held.matrix @ q
             order = top_k(scores, limit)
