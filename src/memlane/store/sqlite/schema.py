@@ -151,4 +151,19 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         CREATE INDEX archive_user ON archive(user_id, archived_at)
         """,
     ),
+    (
+        "0005_fts_context",
+        f"""
+        CREATE VIRTUAL TABLE memories_fts_v2 USING fts5(body, ctx, scope, tokenize = '{FTS_TOKENIZE}');
+        INSERT INTO memories_fts_v2 (rowid, body, ctx, scope)
+            SELECT f.rowid, f.body, coalesce((
+                SELECT p.text FROM memories m JOIN memories p
+                    ON p.user_id = m.user_id AND p.session_id IS m.session_id AND p.position = m.position - 1
+                WHERE m.pk = f.rowid AND m.kind = 'message' AND p.kind = 'message'
+            ), ''), f.scope
+            FROM memories_fts f;
+        DROP TABLE memories_fts;
+        ALTER TABLE memories_fts_v2 RENAME TO memories_fts
+        """,
+    ),
 )

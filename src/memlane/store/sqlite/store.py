@@ -50,6 +50,9 @@ from memlane.store.sqlite.vectors import MatrixCache, UserMatrix, top_k
 
 log = logging.getLogger(__name__)
 
+# BM25 weight of the previous turn's words relative to the memory's own (the FTS column ``ctx``).
+CONTEXT_WEIGHT = 0.4
+
 
 _INSERT = f"INSERT INTO memories ({COLUMNS}, embed_hash) VALUES ({', '.join('?' * (len(MUTABLE) + 3))})"
 
@@ -63,9 +66,9 @@ def scope_token(user_id: str) -> str:
 
 
 def fts_match(user_id: str, terms: Sequence[str]) -> str:
-    """An FTS5 MATCH expression: any of ``terms`` in the body, within the user's scope."""
+    """An FTS5 MATCH expression: any of ``terms`` in the body or its context, within the user's scope."""
     quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-    return f"scope : {scope_token(user_id)} AND body : ({quoted})"
+    return f"scope : {scope_token(user_id)} AND {{body ctx}} : ({quoted})"
 
 
 def embed_hash(index_text: str) -> str:
@@ -248,7 +251,8 @@ class SQLiteStore:
         self._write_entities(c, pk, item)
         c.execute("INSERT INTO vectors (pk, user_id, vec) VALUES (?, ?, ?)", (pk, item.user_id, vec.tobytes()))
         c.execute(
-            "INSERT INTO memories_fts (rowid, body, scope) VALUES (?, ?, ?)", (pk, body, scope_token(item.user_id))
+            "INSERT INTO memories_fts (rowid, body, ctx, scope) VALUES (?, ?, ?, ?)",
+            (pk, body, _previous_turn(c, item), scope_token(item.user_id)),
         )
         return pk
 
@@ -376,10 +380,11 @@ class SQLiteStore:
                     vec = np.ascontiguousarray(vector, dtype=np.float32).reshape(-1)
                     c.execute("UPDATE memories SET embed_hash = ? WHERE pk = ?", (params[-1], pk))
                     c.execute("UPDATE vectors SET vec = ? WHERE pk = ?", (vec.tobytes(), pk))
+                    kept = c.execute("SELECT ctx FROM memories_fts WHERE rowid = ?", (pk,)).fetchone()
                     c.execute("DELETE FROM memories_fts WHERE rowid = ?", (pk,))
                     c.execute(
-                        "INSERT INTO memories_fts (rowid, body, scope) VALUES (?, ?, ?)",
-                        (pk, index_text, scope_token(item.user_id)),
+                        "INSERT INTO memories_fts (rowid, body, ctx, scope) VALUES (?, ?, ?, ?)",
+                        (pk, index_text, kept[0] if kept else "", scope_token(item.user_id)),
                     )
                     versions = self._bump(c, item.user_id)
                 self._log(
@@ -716,14 +721,14 @@ class SQLiteStore:
         if is_empty(filters) or only_current(filters):
             current = "" if is_empty(filters) else " AND m.valid_until IS NULL"
             rows = self._read(
-                "SELECT m.id, -bm25(memories_fts, 1.0, 0.0) AS s FROM memories_fts "
+                f"SELECT m.id, -bm25(memories_fts, 1.0, {CONTEXT_WEIGHT}, 0.0) AS s FROM memories_fts "
                 f"JOIN memories m ON m.pk = memories_fts.rowid WHERE memories_fts MATCH ?{current}{tail}",
                 (fts_match(user_id, terms),),
             )
         else:
             where, params = filter_sql(filters)
             rows = self._read(
-                "SELECT m.id, -bm25(memories_fts, 1.0, 0.0) AS s FROM memories_fts "
+                f"SELECT m.id, -bm25(memories_fts, 1.0, {CONTEXT_WEIGHT}, 0.0) AS s FROM memories_fts "
                 f"JOIN memories m ON m.pk = memories_fts.rowid WHERE memories_fts MATCH ? AND m.user_id = ? AND {where}{tail}",
                 (fts_match(user_id, terms), user_id, *params),
             )
@@ -987,6 +992,19 @@ class SQLiteStore:
             return 0
         base = Path(self._path)
         return sum(p.stat().st_size for p in (base, Path(f"{base}-wal"), Path(f"{base}-shm")) if p.exists())
+
+
+def _previous_turn(c: sqlite3.Connection, item: MemoryItem) -> str:
+    """The text of the turn before ``item`` in its session: indexed beside it, so that an answer ("A sunset.") is
+    found by the words of the question it answers ("What did you paint?").
+    """
+    if item.kind != MemoryKind.MESSAGE or not item.position:
+        return ""
+    row = c.execute(
+        "SELECT text FROM memories WHERE user_id = ? AND session_id IS ? AND position = ? AND kind = 'message'",
+        (item.user_id, item.session_id, item.position - 1),
+    ).fetchone()
+    return str(row[0]) if row else ""
 
 
 def _split_sql(script: str) -> builtins.list[str]:
