@@ -759,7 +759,7 @@ class SQLiteStore:
                 "SELECT DISTINCT n.id, n.session_id, n.position FROM memories m JOIN memories n "
                 "ON n.user_id = m.user_id AND n.session_id IS m.session_id "
                 "AND n.position BETWEEN m.position - ? AND m.position + ? "
-                f"WHERE m.user_id = ? AND m.id IN ({marks})",
+                f"WHERE +m.user_id = ? AND m.id IN ({marks})",
                 (width, width, user_id, *chunk),
             ):
                 out[str(nid)] = (session, int(position))
@@ -779,9 +779,10 @@ class SQLiteStore:
             chunk = ids[start : start + 500]
             marks = ", ".join("?" * len(chunk))
             for mid, ent, said_by in self._read(
-                f"SELECT m.id, e.entity, e.said_by FROM memory_entities e JOIN memories m ON m.pk = e.pk "
-                f"WHERE e.user_id = ? AND e.entity IN ({emarks}) AND m.id IN ({marks})",
-                (user_id, *ents, *chunk),
+                # Driven by the candidate ids (CROSS JOIN fixes the order): a speaker may have thousands of rows.
+                f"SELECT m.id, e.entity, e.said_by FROM memories m CROSS JOIN memory_entities e ON e.pk = m.pk "
+                f"WHERE +m.user_id = ? AND m.id IN ({marks}) AND e.entity IN ({emarks})",
+                (user_id, *chunk, *ents),
             ):
                 out.setdefault(str(mid), {})[str(ent)] = bool(said_by)
         return out
@@ -799,7 +800,7 @@ class SQLiteStore:
             chunk = ids[start : start + 500]
             marks = ", ".join("?" * len(chunk))
             rows = self._read(
-                f"SELECT m.id FROM memories m WHERE m.user_id = ? AND m.id IN ({marks}) AND {where}",
+                f"SELECT m.id FROM memories m WHERE +m.user_id = ? AND m.id IN ({marks}) AND {where}",
                 (user_id, *chunk, *params),
             )
             out.update(str(r[0]) for r in rows)
