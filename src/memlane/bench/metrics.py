@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import statistics
 from collections.abc import Sequence
 
@@ -77,3 +78,63 @@ def paired_bootstrap(
     centred = [d - delta for d in diffs]
     extreme = sum(1 for _ in range(resamples) if abs(statistics.fmean(rng.choices(centred, k=n))) >= abs(delta))
     return delta, low, high, (extreme + 1) / (resamples + 1)
+
+
+def bootstrap_mean(
+    values: Sequence[float], *, resamples: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float, float]:
+    """``bootstrap_ci`` vectorised with numpy (same percentile method, its own random stream): ``(mean, low, high)``."""
+    import numpy as np
+
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.size == 0:
+        return 0.0, 0.0, 0.0
+    mean = float(arr.mean())
+    if arr.size == 1:
+        return mean, mean, mean
+    rng = np.random.default_rng(seed)
+    means = np.sort(arr[rng.integers(0, arr.size, size=(resamples, arr.size))].mean(axis=1))
+    tail = (1.0 - confidence) / 2.0
+    return mean, float(means[math.floor(tail * (resamples - 1))]), float(means[math.ceil((1 - tail) * (resamples - 1))])
+
+
+def paired_bootstrap_test(
+    a: Sequence[float], b: Sequence[float], *, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float, float, float]:
+    """``paired_bootstrap`` vectorised with numpy: ``(mean(b) - mean(a), low95, high95, p_two_sided)``.
+
+    The p-value is that of the null "no difference": the paired differences are centred on zero and resampled,
+    and p is the share of resampled means at least as far from zero as the observed one.
+    """
+    import numpy as np
+
+    if len(a) != len(b):
+        raise ValueError("paired_bootstrap_test needs two sequences of the same length")
+    diffs = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)
+    if diffs.size == 0:
+        return 0.0, 0.0, 0.0, 1.0
+    delta, low, high = bootstrap_mean(diffs.tolist(), resamples=resamples, seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    centred = diffs - delta
+    means = centred[rng.integers(0, diffs.size, size=(resamples, diffs.size))].mean(axis=1)
+    extreme = int(np.count_nonzero(np.abs(means) >= abs(delta) - 1e-12))
+    return delta, low, high, (extreme + 1) / (resamples + 1)
+
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def count_tokens(text: str) -> int:
+    """Word-level tokens of a text (runs of word characters, and each other non-space character)."""
+    return len(_TOKEN.findall(text))
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``values`` by linear interpolation; 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)

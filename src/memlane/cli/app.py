@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from memlane.cli.bench import bench_app
 from memlane.config import PRESETS, Config
 from memlane.engine import Memory
 from memlane.errors import MemlaneError, ValidationError
@@ -26,7 +27,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-bench_app = typer.Typer(help="Measure retrieval quality and speed.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 
 out = Console(soft_wrap=True)
@@ -120,6 +120,13 @@ def add(
     role: Annotated[str, typer.Option("--role", help="Role of a TEXT message.")] = "user",
     name: Annotated[str | None, typer.Option("--name", help="Speaker name of a TEXT message.")] = None,
     timestamp: Annotated[str | None, typer.Option("--timestamp", help="ISO 8601 time of the message(s).")] = None,
+    infer: Annotated[
+        bool | None,
+        typer.Option("--infer/--no-infer", help="Extract typed memories (default: MEMLANE_INFER, else on)."),
+    ] = None,
+    async_mode: Annotated[
+        bool, typer.Option("--async", help="Queue the extraction as a job; it runs when the store is next open.")
+    ] = False,
     db: DbOpt = None,
     embedder: EmbedderOpt = None,
     as_json: JsonOpt = False,
@@ -131,21 +138,44 @@ def add(
         try:
             messages = [Message(role=role, content=text, name=name)] if text is not None else _read_messages(str(file))
             stored: list[MemoryItem] = []
+            extracted: list[MemoryItem] = []
+            duplicates = 0
+            job_ids: list[str] = []
             with progress() as bar:
                 task = bar.add_task("adding", total=len(messages))
                 for start in range(0, len(messages), 256):
                     chunk = messages[start : start + 256]
-                    result = memory.add(chunk, user_id=user, session_id=session, agent_id=agent, timestamp=timestamp)
-                    stored.extend(result.items)
+                    result = memory.add(
+                        chunk,
+                        user_id=user,
+                        session_id=session,
+                        agent_id=agent,
+                        timestamp=timestamp,
+                        infer=infer,
+                        async_mode=async_mode,
+                    )
+                    stored.extend(result.added)
+                    extracted.extend(result.memories)
+                    duplicates += len(result.duplicates)
+                    job_ids.extend([result.job_id] if result.job_id else [])
                     bar.advance(task, len(chunk))
         except MemlaneError as exc:
             fail(str(exc))
         if as_json:
-            dump([it.model_dump(mode="json") for it in stored])
+            dump([it.model_dump(mode="json") for it in [*stored, *extracted]])
         else:
             out.print(f"stored {len(stored)} memor{'y' if len(stored) == 1 else 'ies'}")
             for it in stored[:20]:
                 out.print(f"  {it.id}  {it.text[:80]}", highlight=False)
+            if duplicates:
+                out.print(f"{duplicates} already stored (skipped)")
+            if extracted:
+                out.print(f"extracted {len(extracted)} typed memor{'y' if len(extracted) == 1 else 'ies'}")
+                for it in extracted[:20]:
+                    out.print(f"  {it.id}  [{it.kind.value}] {it.text[:80]}", highlight=False)
+            for job_id in job_ids:
+                state = memory.job(job_id, user_id=user).state.value
+                out.print(f"job {job_id}: {state}", highlight=False)
 
 
 def _hits_table(hits: list[Hit], explain: bool) -> Table:
@@ -162,6 +192,8 @@ def _hits_table(hits: list[Hit], explain: bool) -> Table:
         for dim, b in sorted(hit.breakdown.items(), key=lambda kv: -kv[1].contribution):
             if explain:
                 parts.append(f"{dim} raw={b.raw:.3f} norm={b.normalized:.2f} x{b.weight:g} = {b.contribution:.3f}")
+                if dim in hit.triggers:
+                    parts.append(f"  [dim]{hit.triggers[dim]}[/]")
             else:
                 parts.append(f"{dim} {b.contribution:.2f}")
         table.add_row(
@@ -266,6 +298,74 @@ def delete(
 
 
 @app.command()
+def jobs(
+    user: UserOpt,
+    state: Annotated[str | None, typer.Option("--state", help="queued, running, done or failed.")] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="Run queued jobs to completion first.")] = False,
+    retry: Annotated[
+        bool, typer.Option("--retry", help="Queue the user's failed jobs again (implies --wait).")
+    ] = False,
+    db: DbOpt = None,
+    embedder: EmbedderOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Background extraction jobs of a user: state, attempts, last error."""
+    with open_memory(db, embedder) as memory:
+        try:
+            if retry:
+                out.print(f"queued {memory.retry_jobs(user_id=user)} failed job(s) again")
+            if wait or retry:
+                memory.flush()
+            found = memory.jobs(user_id=user, state=state, limit=1000)
+        except MemlaneError as exc:
+            fail(str(exc))
+        if as_json:
+            dump([j.model_dump(mode="json") for j in found])
+            return
+        table = Table("id", "state", "attempts", "messages", "updated", "error")
+        for j in found:
+            table.add_row(
+                j.id,
+                j.state.value,
+                str(j.attempts),
+                str(len(j.payload.get("message_ids", []))),
+                j.updated_at.isoformat(timespec="seconds"),
+                (j.error or "")[:60],
+            )
+        out.print(table)
+
+
+@app.command()
+def archive(
+    user: UserOpt,
+    restore: Annotated[str | None, typer.Option("--restore", help="Bring this archived memory back.")] = None,
+    limit: Annotated[int, typer.Option("--limit")] = 100,
+    db: DbOpt = None,
+    embedder: EmbedderOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Memories evicted beyond capacity; --restore ID brings one back."""
+    with open_memory(db, embedder) as memory:
+        try:
+            if restore is not None:
+                item = memory.restore(restore, user_id=user)
+                out.print(f"restored {item.id}  {item.text[:80]}", highlight=False)
+                return
+            found = memory.archive(user_id=user, limit=limit)
+        except MemlaneError as exc:
+            fail(str(exc))
+        if as_json:
+            dump([a.model_dump(mode="json") for a in found])
+            return
+        for a in found:
+            out.print(
+                f"{a.memory.id}  {a.archived_at.isoformat(timespec='seconds')}  [{a.memory.kind.value}] "
+                f"{a.memory.text[:80]}",
+                highlight=False,
+            )
+
+
+@app.command()
 def history(
     memory_id: Annotated[str, typer.Argument(help="Memory id.")],
     user: UserOpt,
@@ -355,45 +455,85 @@ def demo(
             memory.add(msgs, user_id="maya", session_id=f"session-{n}", timestamp=when)
         stats_ = memory.stats()
         out.print(
-            f"[bold]memlane demo[/]: {stats_.memories} turns in {len(DEMO_SESSIONS)} sessions, embedder {stats_.embedder}\n"
+            f"[bold]memlane demo[/]: {stats_.by_kind.get('message', 0)} turns in {len(DEMO_SESSIONS)} sessions, "
+            f"{stats_.memories - stats_.by_kind.get('message', 0)} memories extracted from them, "
+            f"embedder {stats_.embedder}\n"
         )
         for query in DEMO_QUERIES:
             out.print(f"[bold cyan]? {query}[/]")
             out.print(_hits_table(memory.search(query, user_id="maya", top_k=3), explain))
 
 
-@bench_app.command("locomo")
-def bench_locomo(
-    data: Annotated[
-        Path, typer.Option("--data", help="LoCoMo JSON file (e.g. ../shared/data/locomo/locomo_dev.json).")
-    ],
-    preset_names: Annotated[
-        list[str] | None, typer.Option("--preset", help="Preset(s) to measure; repeatable. Default: the default.")
+@app.command()
+def tune(
+    name: Annotated[str, typer.Option("--name", help="Name of the preset to write.")],
+    base: Annotated[str, typer.Option("--base", help="Preset whose dimensions and weights to start from.")] = "multi",
+    locomo: Annotated[
+        Path | None,
+        typer.Option("--locomo", help="Learn from LoCoMo questions (a temporary store) instead of recorded feedback."),
     ] = None,
-    split: Annotated[str, typer.Option("--split", help="Conversations: all, tune or holdout.")] = "all",
+    split: Annotated[str, typer.Option("--split", help="LoCoMo conversations to learn from: tune or all.")] = "tune",
+    k: Annotated[int, typer.Option("--k", help="Optimise recall@k.")] = 10,
+    db: DbOpt = None,
     embedder: EmbedderOpt = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write all results to this JSON file.")] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N conversations (smoke runs).")] = None,
 ) -> None:
-    """Turn-level LoCoMo retrieval: recall@k per category, ingest rate, search latency."""
-    from memlane.bench.locomo import render_report, run_locomo
+    """Learn fusion weights from labelled queries and save them as a named preset (use it with --preset NAME)."""
+    from memlane.retrieval.tuning import LabelledQuery
 
-    try:
-        report = run_locomo(
-            data,
-            presets=preset_names or ["default"],
-            split=split,
-            embedder=embedder,
-            limit=limit,
-            progress=progress,
-        )
-    except MemlaneError as exc:
-        fail(str(exc))
-    out.print(render_report(report))
-    if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(report.model_dump_json(indent=2), encoding="utf-8")
-        err.print(f"wrote {json_out}")
+    if locomo is None:
+        with open_memory(db, embedder) as memory:
+            try:
+                result = memory.tune(name=name, base=base, k=k)
+            except MemlaneError as exc:
+                fail(str(exc))
+    else:
+        import tempfile
+
+        from memlane.bench.locomo import ingest_conversation
+        from memlane.bench.locomo_data import load_locomo, select_split
+
+        if split == "holdout":
+            fail("learning from the holdout conversations would leave nothing unseen to report on")
+        try:
+            convs = select_split(load_locomo(locomo).conversations, split)
+        except MemlaneError as exc:
+            fail(str(exc))
+        with (
+            tempfile.TemporaryDirectory(prefix="memlane-tune-") as tmp,
+            open_memory(Path(tmp) / "t.db", embedder) as memory,
+        ):
+            queries: list[LabelledQuery] = []
+            with progress() as bar:
+                task = bar.add_task("ingesting conversations", total=len(convs))
+                for conv in convs:
+                    ingest_conversation(memory, conv)
+                    ids = {
+                        str(it.metadata.get("dia_id")): it.id for it in memory.list(user_id=conv.conv_id, limit=100_000)
+                    }
+                    queries += [
+                        LabelledQuery(
+                            q.question, conv.conv_id, frozenset(ids[e] for e in q.evidence), group=conv.conv_id
+                        )
+                        for q in conv.questions
+                        if q.category in (1, 2, 3, 4) and q.evidence
+                    ]
+                    bar.advance(task)
+            try:
+                result = memory.tune(queries, name=name, base=base, k=k)
+            except MemlaneError as exc:
+                fail(str(exc))
+    table = Table(title=f"preset {name!r} learned from {base!r}")
+    table.add_column("dimension")
+    table.add_column("start", justify="right")
+    table.add_column("learned", justify="right")
+    for dim, weight in result.weights.items():
+        table.add_row(dim, f"{result.start.get(dim, 0.0):.2f}", f"{weight:.2f}")
+    out.print(table)
+    out.print(
+        f"recall@{k}: fitted on {result.train_queries} queries {result.train_before:.3f} -> {result.train_after:.3f}; "
+        f"held out {result.test_queries} queries {result.test_before:.3f} -> {result.test_after:.3f} "
+        f"(gain {result.test_gain:+.3f})"
+    )
 
 
 def main() -> None:

@@ -1,0 +1,243 @@
+"""``memlane bench scale``: ingest throughput, search latency, peak RSS and size on disk against corpus size.
+
+Each point (embedder, corpus size, number of user scopes) runs in a fresh process, so that its peak RSS is its
+own and no cache carries over. The corpus comes from ``memlane.bench.corpus`` (real conversation text, varied);
+the queries are real LoCoMo and MemoryBank questions.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from memlane.bench.common import Tracker, current_rss_mb, dir_size_bytes, machine, peak_rss_mb, run_isolated
+from memlane.bench.corpus import corpus, load_seeds, queries
+from memlane.bench.metrics import percentile
+from memlane.config import Config
+from memlane.engine import Memory
+from memlane.errors import ConfigError
+from memlane.models import Message
+
+DEFAULT_SIZES: tuple[int, ...] = (1_000, 10_000, 100_000, 1_000_000)
+DEFAULT_USERS: tuple[int, ...] = (1, 1_000)
+DEFAULT_EMBEDDERS: tuple[str, ...] = ("minilm", "static")
+#: Messages per ``Memory.add`` call (one transaction each) while ingesting.
+ADD_BATCH = 500
+#: Untimed searches before the timed ones (model and caches warm).
+WARMUP_QUERIES = 5
+T0 = datetime(2023, 1, 1, tzinfo=UTC)
+
+
+class ScalePoint(BaseModel):
+    """The measurements of one (system, embedder, size, users) point."""
+
+    system: str = "memlane"
+    embedder: str
+    size: int
+    users: int
+    ingest_seconds: float
+    ingest_items_per_s: float
+    queries: int
+    search_p50_ms: float
+    search_p95_ms: float
+    search_p99_ms: float
+    peak_rss_mb: float
+    baseline_rss_mb: float = Field(0.0, description="RSS before the system was opened (the corpus in memory)")
+    disk_bytes: int
+    identity: str = ""
+    note: str = ""
+
+
+class ScaleReport(BaseModel):
+    """Every point of a scale run."""
+
+    kind: Literal["scale"] = "scale"
+    command: str = ""
+    created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    machine: str
+    corpus: str
+    points: list[ScalePoint]
+
+
+def parse_max_sizes(values: Sequence[str] | None) -> dict[str, int]:
+    """``["minilm=100000"]`` as ``{"minilm": 100000}``."""
+    out: dict[str, int] = {}
+    for value in values or ():
+        name, sep, size = value.partition("=")
+        if not sep or not size.strip().isdigit():
+            raise ConfigError(f"--max-size takes NAME=N, got {value!r}")
+        out[name.strip()] = int(size)
+    return out
+
+
+@dataclass(frozen=True)
+class ScalePlan:
+    """Which points a scale run measures."""
+
+    sizes: tuple[int, ...]
+    embedders: tuple[str, ...]
+    users: tuple[int, ...]
+    max_sizes: dict[str, int]
+    queries: int
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        sizes: Sequence[int] | None = None,
+        embedders: Sequence[str] | None = None,
+        users: Sequence[int] | None = None,
+        max_sizes: Sequence[str] | None = None,
+        queries: int = 200,
+        quick: bool = False,
+    ) -> ScalePlan:
+        """A plan from CLI options; ``quick`` shrinks the defaults to 1,000 memories, 1 and 100 users, 50 queries."""
+        if quick:
+            sizes = sizes or (1_000,)
+            users = users or (1, 100)
+            queries = min(queries, 50)
+        plan = cls(
+            sizes=tuple(sizes or DEFAULT_SIZES),
+            embedders=tuple(embedders or DEFAULT_EMBEDDERS),
+            users=tuple(users or DEFAULT_USERS),
+            max_sizes=parse_max_sizes(max_sizes),
+            queries=queries,
+        )
+        if min(plan.sizes) < 1 or min(plan.users) < 1 or plan.queries < 1:
+            raise ConfigError("sizes, users and queries must be positive")
+        return plan
+
+    def points(self) -> list[tuple[str, int, int]]:
+        """``(embedder, size, users)`` of every point, smallest first; users never exceed the size."""
+        return [
+            (e, s, u)
+            for e in self.embedders
+            for s in sorted(self.sizes)
+            if s <= self.max_sizes.get(e, s)
+            for u in self.users
+            if u <= s
+        ]
+
+
+def user_blocks(size: int, users: int) -> list[tuple[str, int, int]]:
+    """``(user_id, start, stop)`` of each user's contiguous share of a corpus of ``size`` texts."""
+    per, extra = divmod(size, users)
+    out = []
+    start = 0
+    for u in range(users):
+        stop = start + per + (1 if u < extra else 0)
+        out.append((f"user-{u:04d}", start, stop))
+        start = stop
+    return out
+
+
+def memlane_point(
+    locomo: Path, memorybank: Path | None, embedder: str, size: int, users: int, n_queries: int, *, tracker: Tracker
+) -> ScalePoint:
+    """Measure one point (runs inside a fresh process; see ``run_isolated``)."""
+    seeds = load_seeds(locomo, memorybank)
+    texts = list(corpus(seeds, size))
+    qs = queries(seeds, n_queries)
+    blocks = user_blocks(size, users)
+    rng = random.Random(2)
+    targets = [blocks[rng.randrange(len(blocks))][0] for _ in qs]
+    config = Config.from_env()
+    baseline = current_rss_mb()
+    with tempfile.TemporaryDirectory(prefix="memlane-scale-") as tmp:
+        db = Path(tmp) / "scale.db"
+        with Memory(db, embedder=embedder, config=config) as memory:
+            memory.embedder.embed(["warm up the model before timing"])
+            memory.embedder.embed_query("warm up")
+            identity = memory.embedder.identity
+            tracker.phase(f"scale {embedder} {size:,} in {users:,} users: ingest", size)
+            start = time.perf_counter()
+            for user, lo, hi in blocks:
+                for b in range(lo, hi, ADD_BATCH):
+                    chunk = range(b, min(b + ADD_BATCH, hi))
+                    memory.add(
+                        [Message(role="user", content=texts[k], timestamp=T0 + timedelta(minutes=k)) for k in chunk],
+                        user_id=user,
+                        session_id=f"s{b // ADD_BATCH}",
+                    )
+                    tracker.advance(len(chunk))
+            ingest_s = time.perf_counter() - start
+            tracker.phase(f"scale {embedder} {size:,} in {users:,} users: search", len(qs))
+            for q, user in zip(qs[:WARMUP_QUERIES], targets, strict=False):
+                memory.search(q, user_id=user, top_k=10)
+            for user in dict.fromkeys(targets):  # every queried user's vectors loaded once, untimed
+                memory.search("hello", user_id=user, top_k=1)
+            lat = []
+            for q, user in zip(qs, targets, strict=True):
+                t0 = time.perf_counter()
+                memory.search(q, user_id=user, top_k=10)
+                lat.append((time.perf_counter() - t0) * 1000)
+                tracker.advance()
+        disk = dir_size_bytes(Path(tmp))
+    return ScalePoint(
+        embedder=embedder,
+        identity=identity,
+        size=size,
+        users=users,
+        ingest_seconds=ingest_s,
+        ingest_items_per_s=size / ingest_s if ingest_s > 0 else 0.0,
+        queries=len(lat),
+        search_p50_ms=percentile(lat, 0.50),
+        search_p95_ms=percentile(lat, 0.95),
+        search_p99_ms=percentile(lat, 0.99),
+        peak_rss_mb=peak_rss_mb(),
+        baseline_rss_mb=baseline,
+        disk_bytes=disk,
+    )
+
+
+CORPUS_NOTE = (
+    "LoCoMo turns (with image captions) and MemoryBank (English) user messages and replies, distinct and shuffled; "
+    "beyond those, each text is a seed plus the first sentence of another random seed, with people's names rotated "
+    "through a pool of 30 per pass; every text is distinct. Queries: real LoCoMo and MemoryBank questions."
+)
+
+
+def run_scale(
+    locomo: Path,
+    memorybank: Path | None,
+    plan: ScalePlan,
+    *,
+    tracker: Tracker,
+    on_point: Callable[[ScaleReport], None] | None = None,
+) -> ScaleReport:
+    """Measure every point of ``plan``, each in its own process; ``on_point`` sees the report after each point."""
+    report = ScaleReport(machine=machine(), corpus=CORPUS_NOTE, points=[])
+    for e, s, u in plan.points():
+        report.points.append(run_isolated(memlane_point, locomo, memorybank, e, s, u, plan.queries, tracker=tracker))
+        if on_point is not None:
+            on_point(report)
+    return report
+
+
+def points_table(points: Sequence[ScalePoint]) -> list[str]:
+    """Markdown rows of scale points."""
+    lines = [
+        "| system | embedder | memories | users | ingest items/s | search p50 ms | p95 ms | p99 ms | peak RSS MiB | "
+        "on disk MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for p in points:
+        lines.append(
+            f"| {p.system} | {p.embedder} | {p.size:,} | {p.users:,} | {p.ingest_items_per_s:,.0f} | "
+            f"{p.search_p50_ms:.2f} | {p.search_p95_ms:.2f} | {p.search_p99_ms:.2f} | {p.peak_rss_mb:,.0f} | "
+            f"{p.disk_bytes / 2**20:,.1f} |"
+        )
+    return lines
+
+
+def render_scale(report: ScaleReport) -> str:
+    """A Markdown summary of a scale run."""
+    return "\n".join([f"scale run on {report.machine}", "", *points_table(report.points)])

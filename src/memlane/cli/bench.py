@@ -1,0 +1,233 @@
+"""``memlane bench``: retrieval quality (LoCoMo), scale, peers, and the report built from their JSON results."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from memlane.config import PRESETS
+from memlane.errors import MemlaneError
+
+bench_app = typer.Typer(help="Measure retrieval quality and speed, and build docs/benchmarks.md.", no_args_is_help=True)
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True)
+
+EmbedderOpt = Annotated[
+    str | None,
+    typer.Option("--embedder", envvar="MEMLANE_EMBEDDER", help="minilm (default), static, hash (smoke tests only)."),
+]
+QuickOpt = Annotated[bool, typer.Option("--quick", help="A small subset that finishes in well under two minutes.")]
+DataOpt = Annotated[
+    Path,
+    typer.Option("--data", help="LoCoMo JSON file (e.g. ../shared/data/locomo/locomo_dev.json)."),
+]
+
+
+def _fail(message: str) -> NoReturn:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(2)
+
+
+def _command(name: str) -> str:
+    """The command line as typed, program name shortened to ``memlane`` (just the command when run embedded)."""
+    if Path(sys.argv[0]).name == "memlane":
+        return shlex.join(["memlane", *sys.argv[1:]])
+    return f"memlane bench {name}"
+
+
+class RichTracker:
+    """A ``Tracker`` drawing one rich progress bar per phase, on stderr."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._task: TaskID | None = None
+
+    def phase(self, description: str, total: int) -> None:
+        if self._task is not None:
+            self._progress.remove_task(self._task)
+        self._task = self._progress.add_task(description, total=total)
+
+    def advance(self, steps: int = 1) -> None:
+        if self._task is not None:
+            self._progress.advance(self._task, steps)
+
+
+@contextmanager
+def tracking() -> Iterator[RichTracker]:
+    """A tracker whose bars are shown while the block runs."""
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+    with progress:
+        yield RichTracker(progress)
+
+
+@bench_app.command("locomo")
+def bench_locomo(
+    data: DataOpt,
+    config_names: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--config",
+            "--preset",
+            help=f"Retrieval preset(s) to measure, repeatable ({', '.join(PRESETS)}, default). Default: all.",
+        ),
+    ] = None,
+    split: Annotated[str, typer.Option("--split", help="Conversations: all, tune or holdout.")] = "all",
+    embedder: EmbedderOpt = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write all results to this JSON (.gz) file.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N conversations.")] = None,
+    quick: QuickOpt = False,
+) -> None:
+    """Turn-level LoCoMo retrieval: recall@k, nDCG@10, MRR per category with CIs, paired tests, tokens, latency."""
+    from memlane.bench.locomo import render_report, run_locomo, write_json
+
+    try:
+        with tracking() as tracker:
+            report = run_locomo(
+                data, presets=config_names, split=split, embedder=embedder, limit=limit, quick=quick, tracker=tracker
+            )
+    except MemlaneError as exc:
+        _fail(str(exc))
+    report.command = _command("locomo")
+    out.print(render_report(report), highlight=False)
+    if json_out is not None:
+        write_json(report, json_out)
+        err.print(f"wrote {json_out}")
+
+
+@bench_app.command("scale")
+def bench_scale(
+    data: DataOpt,
+    memorybank: Annotated[
+        Path | None, typer.Option("--memorybank", help="MemoryBank folder (../shared/data/memorybank) for more text.")
+    ] = None,
+    sizes: Annotated[
+        list[int] | None, typer.Option("--size", help="Corpus sizes, repeatable. Default: 1k, 10k, 100k, 1M.")
+    ] = None,
+    embedders: Annotated[
+        list[str] | None, typer.Option("--embedder", help="Embedder(s), repeatable. Default: minilm and static.")
+    ] = None,
+    max_size: Annotated[
+        list[str] | None,
+        typer.Option("--max-size", help="EMBEDDER=N: largest size measured with that embedder, e.g. minilm=100000."),
+    ] = None,
+    users: Annotated[
+        list[int] | None, typer.Option("--users", help="User scopes the corpus is spread over. Default: 1 and 1000.")
+    ] = None,
+    queries: Annotated[int, typer.Option("--queries", help="Timed searches per point.")] = 200,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results to this JSON file.")] = None,
+    quick: QuickOpt = False,
+) -> None:
+    """Ingest items/s, search p50/p95/p99, peak RSS and size on disk against corpus size and user spread."""
+    from memlane.bench.locomo import write_json
+    from memlane.bench.scale import ScalePlan, ScaleReport, render_scale, run_scale
+
+    try:
+        plan = ScalePlan.build(
+            sizes=sizes, embedders=embedders, users=users, max_sizes=max_size, queries=queries, quick=quick
+        )
+        command = _command("scale")
+
+        def checkpoint(partial: ScaleReport) -> None:
+            partial.command = command
+            if json_out is not None:
+                write_json(partial, json_out)
+
+        with tracking() as tracker:
+            report = run_scale(data, memorybank, plan, tracker=tracker, on_point=checkpoint)
+    except MemlaneError as exc:
+        _fail(str(exc))
+    report.command = command
+    out.print(render_scale(report), highlight=False)
+    if json_out is not None:
+        write_json(report, json_out)
+        err.print(f"wrote {json_out}")
+
+
+@bench_app.command("peers")
+def bench_peers(
+    data: DataOpt,
+    memorybank: Annotated[
+        Path | None, typer.Option("--memorybank", help="MemoryBank folder (../shared/data/memorybank) for more text.")
+    ] = None,
+    systems: Annotated[
+        list[str] | None,
+        typer.Option("--system", help="Systems, repeatable: memlane, bm25s, chroma, lancedb, mem0. Default: all."),
+    ] = None,
+    sizes: Annotated[
+        list[int] | None, typer.Option("--size", help="Corpus sizes for speed, repeatable. Default: 10k and 100k.")
+    ] = None,
+    max_size: Annotated[
+        list[str] | None,
+        typer.Option("--max-size", help="SYSTEM=N: largest speed point measured for that system, e.g. mem0=10000."),
+    ] = None,
+    queries: Annotated[int, typer.Option("--queries", help="Timed searches per speed point.")] = 200,
+    embedder: EmbedderOpt = None,
+    locomo: Annotated[bool, typer.Option("--locomo/--no-locomo", help="Measure LoCoMo quality too.")] = True,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results to this JSON (.gz) file.")] = None,
+    quick: QuickOpt = False,
+) -> None:
+    """Compare memlane with mem0, LanceDB, Chroma and BM25 (bm25s): LoCoMo recall, ingest and search speed."""
+    from memlane.bench.locomo import write_json
+    from memlane.bench.peers import PeerPlan, PeersReport, render_peers, run_peers
+
+    try:
+        plan = PeerPlan.build(
+            systems=systems,
+            sizes=sizes,
+            max_sizes=max_size,
+            queries=queries,
+            embedder=embedder,
+            quick=quick,
+            locomo=locomo,
+        )
+        command = _command("peers")
+
+        def checkpoint(partial: PeersReport) -> None:
+            partial.command = command
+            if json_out is not None:
+                write_json(partial, json_out)
+
+        with tracking() as tracker:
+            report = run_peers(data, memorybank, plan, tracker=tracker, on_update=checkpoint)
+    except MemlaneError as exc:
+        _fail(str(exc))
+    report.command = command
+    out.print(render_peers(report), highlight=False)
+    if json_out is not None:
+        write_json(report, json_out)
+        err.print(f"wrote {json_out}")
+
+
+@bench_app.command("report")
+def bench_report(
+    results: Annotated[
+        Path, typer.Option("--results", help="Folder of JSON results (locomo.json.gz, scale*.json, peers*.json.gz).")
+    ] = Path("docs/results"),
+    out_md: Annotated[Path, typer.Option("--out", help="Markdown file to write.")] = Path("docs/benchmarks.md"),
+    img: Annotated[Path, typer.Option("--img", help="Folder for the PNG plots.")] = Path("docs/img"),
+) -> None:
+    """Write docs/benchmarks.md and the PNG plots under docs/img/ from the JSON results."""
+    from memlane.bench.report import write_report
+
+    try:
+        written = write_report(results, out_md, img)
+    except MemlaneError as exc:
+        _fail(str(exc))
+    for path in written:
+        err.print(f"wrote {path}")
