@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from memlane.bench.ablation import AblationReport, render_ablation
 from memlane.bench.locomo import KS, LocomoReport, comparison_table, quality_table, read_text
 from memlane.bench.peers import PeersReport, missing, quality_rows, speed_rows
 from memlane.bench.scale import ScalePoint, ScaleReport, points_table
@@ -24,6 +25,7 @@ from memlane.errors import MissingDependencyError, ValidationError
 log = logging.getLogger(__name__)
 
 LOCOMO_FILE = "locomo.json.gz"
+ABLATION_FILE = "ablation.json.gz"
 SCALE_GLOB = "scale*.json"
 PEERS_GLOB = "peers*.json*"
 
@@ -399,6 +401,8 @@ def write_report(results: Path, out_md: Path, img: Path, *, plots: bool = True) 
     """
     locomo_path = results / LOCOMO_FILE
     locomo = _load(LocomoReport, locomo_path) if locomo_path.exists() else None
+    ablation_path = results / ABLATION_FILE
+    ablation = _load(AblationReport, ablation_path) if ablation_path.exists() else None
     scales = [_load(ScaleReport, p) for p in sorted(results.glob(SCALE_GLOB))]
     peers = sorted((_load(PeersReport, p) for p in results.glob(PEERS_GLOB)), key=lambda r: r.created)
     if locomo is None and not scales and not peers:
@@ -434,9 +438,18 @@ def write_report(results: Path, out_md: Path, img: Path, *, plots: bool = True) 
                          "memlane and peers: search p50 and ingest rate against corpus size")  # fmt: skip
             written += [img / "peers_recall_at_k.png", img / "peers_latency.png"]
     machine = next((r.machine for r in (locomo, *scales, *peers) if r is not None), "unknown")
-    lines = [INTRO.format(machine=machine, commands=_commands(locomo, *scales, *peers)), ""]
+    lines = [INTRO.format(machine=machine, commands=_commands(locomo, ablation, *scales, *peers)), ""]
     if locomo is not None:
         lines += _locomo_section(locomo, out_md, img)
+    if ablation is not None:
+        lines += [
+            "## Ablation, keyword boost and write modes",
+            "",
+            f"`{ablation.command}`",
+            "",
+            *render_ablation(ablation),
+            "",
+        ]
     if scales:
         lines += _scale_section(scales, out_md, img)
     if peers:

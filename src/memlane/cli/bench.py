@@ -110,6 +110,31 @@ def bench_locomo(
         err.print(f"wrote {json_out}")
 
 
+@bench_app.command("ablation")
+def bench_ablation(
+    data: DataOpt,
+    base: Annotated[str, typer.Option("--base", help="The preset whose dimensions are removed in turn.")] = "multi",
+    split: Annotated[str, typer.Option("--split", help="Conversations: all, tune or holdout.")] = "all",
+    embedder: EmbedderOpt = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results to this JSON (.gz) file.")] = None,
+    quick: QuickOpt = False,
+) -> None:
+    """Each dimension removed in turn, the keyword-boost trigger rate, and recall with and without extraction."""
+    from memlane.bench.ablation import render_ablation, run_ablation
+    from memlane.bench.locomo import write_json
+
+    try:
+        with tracking() as tracker:
+            report = run_ablation(data, base=base, split=split, embedder=embedder, quick=quick, tracker=tracker)
+    except MemlaneError as exc:
+        _fail(str(exc))
+    report.command = _command("ablation")
+    out.print("\n".join(render_ablation(report)), highlight=False)
+    if json_out is not None:
+        write_json(report, json_out)
+        err.print(f"wrote {json_out}")
+
+
 @bench_app.command("scale")
 def bench_scale(
     data: DataOpt,
