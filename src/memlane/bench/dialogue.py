@@ -1,7 +1,7 @@
 """The dialogue-query set derived from LoCoMo: dialogue excerpts as queries over dated event descriptions.
 
 Memories are LoCoMo's ``observation`` items (short third-person descriptions of what happened or was said, each
-citing its source turns), each stored alone with its session's date. A query is the few turns of conversation
+citing its source turns), each added alone (its own ``add`` call and session) with its session's date. A query is the few turns of conversation
 just before the first turn that holds a question's evidence, followed by the question as the last line: a
 dialogue excerpt ending where a stored memory becomes relevant. A query's labels are the observations that cite
 one of its evidence turns.
@@ -205,7 +205,7 @@ def load_dialogue_locomo(data: Path, specs_path: Path = SPECS) -> LabelledSet:
                 LabelledMemory(
                     mid=o.oid,
                     scope=conv_id,
-                    session=f"session_{o.session}",
+                    session=o.oid,  # added alone: a standalone event, no neighbours in a session
                     role="user",
                     content=o.text,
                     timestamp=parse_session_time(o.timestamp_text),
