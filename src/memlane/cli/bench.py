@@ -1,4 +1,4 @@
-"""``memlane bench``: retrieval quality (LoCoMo), scale, peers, and the report built from their JSON results."""
+"""``memlane bench``: retrieval quality (LoCoMo, MemoryBank, dialogue queries), scale, peers, and the report."""
 
 from __future__ import annotations
 
