@@ -37,7 +37,14 @@ def test_migrations_are_recorded_and_reopen_is_idempotent(tmp_path: Path, config
         m.add("still here", user_id="u")
     with sqlite3.connect(path) as conn:
         names = [r[0] for r in conn.execute("SELECT name FROM migrations")]
-        assert names == ["0001_initial", "0002_enrichment", "0003_feedback", "0004_lifecycle", "0005_fts_context"]
+        assert names == [
+            "0001_initial",
+            "0002_enrichment",
+            "0003_feedback",
+            "0004_lifecycle",
+            "0005_fts_context",
+            "0006_fts_context_refresh",
+        ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -167,3 +174,20 @@ def test_sqlite_store_implements_every_capability(tmp_path: Path) -> None:
             assert isinstance(store, capability), capability.__name__
     finally:
         store.close()
+
+
+def test_upgrade_drops_words_of_turns_deleted_before_the_fix(tmp_path: Path, config: Config) -> None:
+    path = tmp_path / "stale.db"
+    turns = ["My locker code is 7 quixotrel.", "Got it, I'll keep that in mind.", "Thanks"]
+    with Memory(path, embedder=HashEmbedder(), config=config) as m:
+        first = m.add(turns, user_id="u", session_id="s").items[0].id
+    with sqlite3.connect(path) as conn:  # a delete as it was before: the next turn's context kept the words
+        pk = conn.execute("SELECT pk FROM memories WHERE id = ?", (first,)).fetchone()[0]
+        conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (pk,))
+        conn.execute("DELETE FROM memories WHERE pk = ?", (pk,))
+        conn.execute("DELETE FROM migrations WHERE name = '0006_fts_context_refresh'")
+        stale = conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'quixotrel'").fetchone()[0]
+        assert stale == 1
+    with Memory(path, embedder=HashEmbedder(), config=config) as m:
+        assert m.search("quixotrel", user_id="u", preset_name="bm25") == []
+        assert [h.memory.text for h in m.search("thanks", user_id="u", preset_name="bm25")] == ["Thanks"]

@@ -41,6 +41,35 @@ def previous_turn(c: sqlite3.Connection, item: MemoryItem) -> str:
     return str(row[0]) if row else ""
 
 
+def turn_of(c: sqlite3.Connection, pk: int) -> tuple[str, str | None, int] | None:
+    """(user, session, position) of a row that is a turn of a conversation, else None."""
+    row = c.execute(
+        "SELECT user_id, session_id, position FROM memories WHERE pk = ? AND kind = 'message' AND position IS NOT NULL",
+        (pk,),
+    ).fetchone()
+    return None if row is None else (str(row[0]), row[1], int(row[2]))
+
+
+def refresh_next_context(c: sqlite3.Connection, turn: tuple[str, str | None, int] | None) -> None:
+    """Rebuild the context of the turn after ``turn`` from the rows as they are now.
+
+    Called in the transaction that changes a turn's text or takes it out of (or back into) the index, so that no
+    entry keeps words its neighbour no longer has.
+    """
+    if turn is None:
+        return
+    user_id, session_id, position = turn
+    text = c.execute(
+        "SELECT text FROM memories WHERE user_id = ? AND session_id IS ? AND position = ? AND kind = 'message'",
+        (user_id, session_id, position),
+    ).fetchone()
+    c.execute(
+        "UPDATE memories_fts SET ctx = ? WHERE rowid IN (SELECT pk FROM memories WHERE user_id = ? "
+        "AND session_id IS ? AND position = ? AND kind = 'message')",
+        ("" if text is None else str(text[0]), user_id, session_id, position + 1),
+    )
+
+
 def index_entry(c: sqlite3.Connection, pk: int, item: MemoryItem, body: str, ctx: str | None = None) -> None:
     """Write a memory's entry (``ctx`` defaults to the previous turn's text)."""
     c.execute(
