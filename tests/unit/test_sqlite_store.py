@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import sqlite3
 from pathlib import Path
 
@@ -191,3 +192,41 @@ def test_upgrade_drops_words_of_turns_deleted_before_the_fix(tmp_path: Path, con
     with Memory(path, embedder=HashEmbedder(), config=config) as m:
         assert m.search("quixotrel", user_id="u", preset_name="bm25") == []
         assert [h.memory.text for h in m.search("thanks", user_id="u", preset_name="bm25")] == ["Thanks"]
+
+
+_FULL_BM25 = (
+    "SELECT m.id, -bm25(memories_fts, 1.0, 0.4, 0.0), m.pk, m.valid_until IS NULL FROM memories_fts "
+    "JOIN memories m ON m.pk = memories_fts.rowid WHERE memories_fts MATCH ?"
+)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_top_k_bm25_and_completion_equal_full_scoring(tmp_path: Path, config: Config, seed: int) -> None:
+    """Top-k ranked inside SQLite plus scores of chosen members equal scoring every match and sorting."""
+    from memlane.models import Filters
+    from memlane.store.sqlite.text import fts_match
+
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(30)]
+    with Memory(tmp_path / "bm25.db", embedder=HashEmbedder(), config=config) as m:
+        texts = list(dict.fromkeys(" ".join(rng.choices(vocab, k=rng.randint(1, 10))) for _ in range(400)))
+        m.add(texts, user_id="u", session_id="s")
+        m.add(texts[:60], user_id="other", session_id="s")  # another scope in the same index
+        store = m._store
+        conn = store._db.conn  # type: ignore[attr-defined]
+        conn.execute("UPDATE memories SET valid_until = 1 WHERE user_id = 'u' AND pk % 13 = 0")
+        ids = [r[0] for r in conn.execute("SELECT id FROM memories WHERE user_id = 'u'")]
+        for _ in range(15):
+            terms = rng.sample(vocab, rng.randint(1, 4))
+            every = conn.execute(_FULL_BM25, (fts_match("u", terms),)).fetchall()
+            for filters, rows in (
+                (Filters(), [r for r in every if r[3]]),
+                (Filters(include_superseded=True), every),
+            ):
+                ranked = sorted(rows, key=lambda r: (-r[1], r[2]))
+                for k in (1, 7, 40, 10_000):
+                    top = store.text_search("u", terms, k, filters)
+                    assert top == [(r[0], r[1]) for r in ranked[:k]]
+                chosen = rng.sample(ids, 60)
+                expected = {r[0]: r[1] for r in rows if r[0] in set(chosen)}
+                assert store.text_scores("u", terms, chosen, filters) == expected
