@@ -166,4 +166,19 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         ALTER TABLE memories_fts_v2 RENAME TO memories_fts
         """,
     ),
+    (
+        "0006_fts_context_refresh",
+        """
+        UPDATE memories_fts SET ctx = coalesce((
+            SELECT p.text FROM memories m JOIN memories p
+                ON p.user_id = m.user_id AND p.session_id IS m.session_id AND p.position = m.position - 1
+            WHERE m.pk = memories_fts.rowid AND m.kind = 'message' AND p.kind = 'message'
+        ), '')
+        WHERE ctx != coalesce((
+            SELECT p.text FROM memories m JOIN memories p
+                ON p.user_id = m.user_id AND p.session_id IS m.session_id AND p.position = m.position - 1
+            WHERE m.pk = memories_fts.rowid AND m.kind = 'message' AND p.kind = 'message'
+        ), '')
+        """,
+    ),
 )
