@@ -186,13 +186,11 @@ def build_usearch(x: F32, extra: F32, m: int, ef_c: int, dtype: str) -> Built:
     for i, v in enumerate(extra):
         index.add(n + i, v, threads=1)
     one_add = (time.perf_counter() - t0) * 1000 / max(1, len(extra))
-    spare = Index(ndim=x.shape[1], metric="ip", dtype=dtype, connectivity=m, expansion_add=ef_c)
-    spare.add(np.arange(n, dtype=np.uint64), x, threads=2)
     t0 = time.perf_counter()
-    for key in range(ONE_BY_ONE):
-        spare.remove(key)
-    one_remove = (time.perf_counter() - t0) * 1000 / ONE_BY_ONE
-    del spare
+    for i in range(len(extra)):
+        index.remove(n + i)
+    one_remove = (time.perf_counter() - t0) * 1000 / max(1, len(extra))
+    index.add(np.arange(n, n + len(extra), dtype=np.uint64), extra, threads=1)  # back, for the same recall set
 
     def search(q: F32, k: int) -> list[int]:
         return [int(v) for v in index.search(q, k, threads=1).keys]
@@ -289,10 +287,11 @@ def _installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def candidates(size: int, only: Sequence[str] | None) -> list[tuple[str, str, Callable[[F32, F32], Built]]]:
-    """``(name, params, builder)`` of every candidate measured at ``size``."""
+def candidates(
+    size: int, only: Sequence[str] | None, m: int = 32, ef_c: int = 200
+) -> list[tuple[str, str, Callable[[F32, F32], Built]]]:
+    """``(name, params, builder)`` of every candidate measured at ``size`` (HNSW ones with ``m`` and ``ef_c``)."""
     out: list[tuple[str, str, Callable[[F32, F32], Built]]] = [("exact-f32", "numpy", build_exact)]
-    m, ef_c = (16, 128) if size <= 100_000 else (24, 128)
     if _installed("usearch"):
         for dt in ("f32", "f16", "i8"):
             out.append(
@@ -324,7 +323,9 @@ def run(
     embedder: str = "static",
     cache: Path,
     only: Sequence[str] | None = None,
-    efs: Sequence[int] = (16, 32, 64, 128, 256),
+    efs: Sequence[int] = (64, 128, 256, 512),
+    m: int = 32,
+    ef_c: int = 200,
     tracker: Tracker,
 ) -> list[AnnRow]:
     """Every candidate at every size; HNSW candidates once per ``ef`` in ``efs``."""
@@ -335,7 +336,7 @@ def run(
         vecs, qs = embedded(locomo, memorybank, size, n_queries, embedder, cache)
         base, extra = vecs[: size - ONE_BY_ONE], vecs[size - ONE_BY_ONE :]
         truth = [exact_top(vecs, q, K).tolist() for q in qs]
-        for name, params, builder in candidates(size, only):
+        for name, params, builder in candidates(size, only, m, ef_c):
             tracker.phase(f"ann {size:,}: {name}", 1)
             b = builder(base, extra)
             filt = [_filter_cell(b, qs, size, f, vecs) for f in FILTERS]

@@ -198,6 +198,8 @@ def bench_ann(
         list[str] | None, typer.Option("--only", help="Candidates whose name starts with this, repeatable.")
     ] = None,
     ef: Annotated[list[int] | None, typer.Option("--ef", help="HNSW ef_search values, repeatable.")] = None,
+    m: Annotated[int, typer.Option("--m", help="HNSW connectivity (M).")] = 32,
+    ef_construction: Annotated[int, typer.Option("--ef-construction", help="HNSW ef_construction.")] = 200,
     queries: Annotated[int, typer.Option("--queries", help="Timed searches per point.")] = 200,
     cache: Annotated[
         Path, typer.Option("--cache", help="Folder for the embedded corpus (.npy, ~1.5 GB at 1M, 384-d).")
@@ -219,7 +221,9 @@ def bench_ann(
                 embedder=embedder,
                 cache=cache,
                 only=only,
-                efs=tuple(ef or (16, 32, 64, 128, 256)),
+                efs=tuple(ef or (64, 128, 256, 512)),
+                m=m,
+                ef_c=ef_construction,
                 tracker=tracker,
             )
     except MemlaneError as exc:
