@@ -24,7 +24,7 @@ ops = st.lists(
         st.tuples(st.just("remove"), st.lists(keys, min_size=1, max_size=20)),
         st.tuples(st.just("search"), keys, st.integers(1, 12)),
         st.tuples(st.just("filtered"), keys, st.lists(keys, max_size=30)),
-        st.tuples(st.just("reload"),),
+        st.tuples(st.just("reload")),
     ),
     max_size=40,
 )
@@ -43,9 +43,8 @@ def test_index_agrees_with_exact_search(ops: list[tuple[object, ...]], exact_bel
     held: dict[int, int] = {}  # key -> row of VECS it currently holds
     with tempfile.TemporaryDirectory() as tmp:
         index = VectorIndex(DIM, "p", conf, folder=Path(tmp))
-        seq = written = 0
-        for op in ops:
-            seq += 1
+        written = 0
+        for seq, op in enumerate(ops, start=1):
             if op[0] == "add":
                 ks = list(op[1])  # type: ignore[call-overload]
                 rows = [(k + shift * (k in held)) % POOL for k in ks]  # a held key gets a new vector

@@ -191,7 +191,9 @@ def test_save_and_load_round_trip(tmp_path: Path, n: int) -> None:
     assert [h.key for h in loaded.search(x[5], 5)] == [h.key for h in index.search(x[5], 5)]
     index.remove([1], seq=42)
     index.save()
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([META, json.loads((tmp_path / META).read_text())["data_file"]])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [META, json.loads((tmp_path / META).read_text())["data_file"]]
+    )
 
 
 def test_load_refuses_another_model_a_torn_file_or_no_commit(tmp_path: Path) -> None:
