@@ -16,7 +16,22 @@ from memlane import Config, Memory
 from memlane.embedding.fake import HashEmbedder
 from memlane.models import Filters
 
-WORDS = "apple river stone cloud violin garden pepper rocket maple harbour lantern meadow copper falcon".split()
+WORDS = [
+    "apple",
+    "river",
+    "stone",
+    "cloud",
+    "violin",
+    "garden",
+    "pepper",
+    "rocket",
+    "maple",
+    "harbour",
+    "lantern",
+    "meadow",
+    "copper",
+    "falcon",
+]
 
 
 def texts(n: int, seed: int = 0) -> list[str]:
