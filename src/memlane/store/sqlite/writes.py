@@ -18,12 +18,12 @@ from memlane.models import HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKi
 from memlane.store.outcome import JobOutcome
 from memlane.store.records import embed_hash
 from memlane.store.sqlite import jobs as jobs_sql
+from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database, marks
 from memlane.store.sqlite.entities import write_aliases, write_entities
 from memlane.store.sqlite.history import erase_text, log_event
 from memlane.store.sqlite.rows import COLUMNS, MUTABLE, item_params, to_micros
 from memlane.store.sqlite.text import drop_entry, index_entry, refresh_next_context, turn_of
-from memlane.store.sqlite.vectors import MatrixCache
 
 _INSERT: Final = f"INSERT INTO memories ({COLUMNS}, embed_hash) VALUES ({', '.join('?' * (len(MUTABLE) + 3))})"
 _SETS: Final = ", ".join(f"{col} = ?" for col in MUTABLE)
@@ -88,7 +88,7 @@ class SQLiteWrites:
     """Inserts, updates, deletes and access counts; the vector cache follows each committed write."""
 
     _db: Database
-    _cache: MatrixCache
+    _cache: AnnIndexes
 
     def insert(
         self,
