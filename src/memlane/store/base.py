@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -20,7 +20,7 @@ from memlane.models import (
     MemoryItem,
     MemoryKind,
 )
-from memlane.store.outcome import JobOutcome
+from memlane.store.outcome import JobClaim, JobOutcome
 
 ScoredIds = list[tuple[str, float]]
 AliasTuple = tuple[str, str, str, str]  # (alias, canonical, kind, display): one row of a user's entity table
@@ -40,10 +40,12 @@ class RecordStore(Protocol):
         *,
         jobs: Sequence[Job] = (),
         changes: Mapping[str, Mapping[str, Any]] | None = None,
+        claim: JobClaim | None = None,
     ) -> None:
         """Store items with their text-index bodies and vectors (and users' entity-table rows), all or nothing.
 
-        ``jobs`` are enqueued in the same transaction; ``changes`` adds details to each item's history record.
+        ``jobs`` are enqueued in the same transaction (a running one leased under ``claim``); ``changes`` adds
+        details to each item's history record.
         """
         ...
 
@@ -59,8 +61,11 @@ class RecordStore(Protocol):
         changes: Mapping[str, Mapping[str, Any]] | None = None,
         updates: Sequence[tuple[MemoryItem, HistoryEntry]] = (),
         finish: JobOutcome | None = None,
+        claim: JobClaim | None = None,
     ) -> None:
-        """``insert`` plus changed items (fields only, no re-index) and a job's outcome, in one transaction."""
+        """``insert`` plus changed items (fields only, no re-index) and a job's outcome, in one transaction;
+        nothing at all when the job is fenced (``JobFencedError``).
+        """
         ...
 
     def find_hashes(self, user_id: str, hashes: Sequence[str]) -> dict[str, MemoryItem]:
@@ -158,12 +163,18 @@ class VectorIndex(Protocol):
         """Record the model identity (only for a store without vectors, or by reindex)."""
         ...
 
-    def reindex_batches(self, batch_size: int) -> Iterator[list[tuple[int, MemoryItem]]]:
-        """Batches of (row key, memory) over every memory, for re-embedding."""
+    def reindex_begin(self, identity: str, dim: int) -> None:
+        """Start (or resume, for the same model) writing new vectors beside the live ones."""
         ...
 
-    def write_vectors(self, rows: Sequence[tuple[int, Vectors]]) -> None:
-        """Replace the vectors of the given row keys (used by reindex)."""
+    def reindex_pending(self, after: int, limit: int) -> list[tuple[int, MemoryItem]]:
+        """Up to ``limit`` (row key, memory) past row key ``after`` that still lack a new vector."""
+        ...
+
+    def reindex_stage(self, rows: Sequence[tuple[int, Vectors]], identity: str, dim: int, *, final: bool) -> bool:
+        """Write new vectors beside the live ones; with ``final`` switch to them and record the model in the same
+        transaction when none is missing (returns whether it switched).
+        """
         ...
 
 
@@ -235,12 +246,30 @@ class JobQueue(Protocol):
         """Add a job."""
         ...
 
-    def claim_job(self) -> Job | None:
-        """The oldest queued job, marked running with its attempt counted; ``None`` when the queue is empty."""
+    def claim_job(self, claim: JobClaim, is_dead: Callable[[str], bool]) -> Job | None:
+        """The oldest queued job (or running one whose lease lapsed or whose owner ``is_dead``), now running under
+        ``claim`` with its attempt counted; ``None`` when there is none.
+        """
+        ...
+
+    def renew_job(self, job_id: str, claim: JobClaim) -> bool:
+        """Extend a job's lease; ``False`` when ``claim.owner`` no longer holds it."""
+        ...
+
+    def release_job(self, job_id: str, owner: str) -> bool:
+        """Queue again a job ``owner`` holds, its attempt not counted."""
+        ...
+
+    def acquire_lock(self, name: str, claim: JobClaim, is_dead: Callable[[str], bool]) -> bool:
+        """Take or extend a named lock that holds across processes; ``False`` while another live owner has it."""
+        ...
+
+    def release_lock(self, name: str, owner: str) -> None:
+        """Let go of a named lock if ``owner`` holds it."""
         ...
 
     def finish_job(self, outcome: JobOutcome) -> None:
-        """Record a job's outcome."""
+        """Record a job's outcome (``JobFencedError`` when its owner no longer holds it)."""
         ...
 
     def job(self, user_id: str, job_id: str) -> Job:

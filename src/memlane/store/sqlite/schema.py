@@ -166,4 +166,20 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         ALTER TABLE memories_fts_v2 RENAME TO memories_fts
         """,
     ),
+    (
+        "0006_job_leases",
+        """
+        ALTER TABLE jobs ADD COLUMN lease_owner TEXT;
+        ALTER TABLE jobs ADD COLUMN lease_until INTEGER;
+        CREATE TABLE locks (
+            name  TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            until INTEGER NOT NULL
+        );
+        CREATE TABLE vectors_next (
+            pk  INTEGER PRIMARY KEY REFERENCES memories(pk) ON DELETE CASCADE,
+            vec BLOB NOT NULL
+        )
+        """,
+    ),
 )

@@ -9,7 +9,7 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -31,8 +31,9 @@ from memlane.models import (
     utcnow,
 )
 from memlane.store.base import AliasTuple
-from memlane.store.outcome import JobOutcome
+from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.sqlite import jobs as jobs_sql
+from memlane.store.sqlite import reindex as reindex_sql
 from memlane.store.sqlite.rows import (
     COLUMNS,
     MUTABLE,
@@ -189,8 +190,9 @@ class SQLiteStore:
         *,
         jobs: Sequence[Job] = (),
         changes: Mapping[str, Mapping[str, Any]] | None = None,
+        claim: JobClaim | None = None,
     ) -> None:
-        self.write(items, index_texts, vectors, event=event, aliases=aliases, jobs=jobs, changes=changes)
+        self.write(items, index_texts, vectors, event=event, aliases=aliases, jobs=jobs, changes=changes, claim=claim)
 
     def write(
         self,
@@ -204,9 +206,10 @@ class SQLiteStore:
         changes: Mapping[str, Mapping[str, Any]] | None = None,
         updates: Sequence[tuple[MemoryItem, HistoryEntry]] = (),
         finish: JobOutcome | None = None,
+        claim: JobClaim | None = None,
     ) -> None:
-        """New items (with their index entries), changed items (no re-index), jobs enqueued and a job finished:
-        all in one transaction.
+        """New items (with their index entries), changed items (no re-index), jobs enqueued (a running one under
+        ``claim``) and a job finished: all in one transaction, or nothing when the finished job is fenced.
         """
         if not (len(items) == len(index_texts) == len(vectors)):
             raise StoreError("insert needs one index text and one vector per item")
@@ -220,6 +223,8 @@ class SQLiteStore:
         versions: dict[str, tuple[int, int]] = {}
         try:
             with self.atomic() as c:
+                if finish is not None:  # first: a fenced job writes nothing
+                    jobs_sql.finish(c, finish, to_micros(utcnow()))
                 next_position: dict[tuple[str, str | None], int] = {}
                 for item, body, vec in zip(items, index_texts, vecs, strict=True):
                     if item.position is None and item.kind == MemoryKind.MESSAGE:
@@ -232,9 +237,7 @@ class SQLiteStore:
                 for user_id, rows in (aliases or {}).items():
                     self._write_aliases(c, user_id, rows)
                 for job in jobs:
-                    jobs_sql.enqueue(c, job)
-                if finish is not None:
-                    jobs_sql.finish(c, finish, to_micros(utcnow()))
+                    jobs_sql.enqueue(c, job, claim)
                 for user_id in by_user:
                     versions[user_id] = self._bump(c, user_id)
         except sqlite3.IntegrityError as exc:
@@ -530,16 +533,38 @@ class SQLiteStore:
         """Add a job to the durable queue."""
         self.write([], [], np.zeros((0, 0), dtype=np.float32), jobs=[job])
 
-    def claim_job(self) -> Job | None:
-        """The oldest queued job, now marked running (its attempt counted); ``None`` when there is none."""
+    def claim_job(self, claim: JobClaim, is_dead: Callable[[str], bool]) -> Job | None:
+        """The oldest queued job (or one whose lease lapsed or whose owner ``is_dead``), now running under
+        ``claim`` (its attempt counted); ``None`` when there is none.
+        """
         try:
             with self.atomic() as c:
-                return jobs_sql.claim(c, to_micros(utcnow()))
+                return jobs_sql.claim(c, to_micros(utcnow()), claim, is_dead)
         except sqlite3.DatabaseError as exc:
             raise _translate(exc, self._path) from exc
 
+    def renew_job(self, job_id: str, claim: JobClaim) -> bool:
+        """Extend a job's lease; ``False`` when ``claim.owner`` no longer holds it."""
+        with self.atomic() as c:
+            return jobs_sql.renew(c, job_id, claim)
+
+    def release_job(self, job_id: str, owner: str) -> bool:
+        """Queue again a job ``owner`` holds, its attempt not counted."""
+        with self.atomic() as c:
+            return jobs_sql.release(c, job_id, owner, to_micros(utcnow()))
+
+    def acquire_lock(self, name: str, claim: JobClaim, is_dead: Callable[[str], bool]) -> bool:
+        """Take or extend a named lock that holds across processes; ``False`` while another live owner has it."""
+        with self.atomic() as c:
+            return jobs_sql.acquire_lock(c, name, claim, to_micros(utcnow()), is_dead)
+
+    def release_lock(self, name: str, owner: str) -> None:
+        """Let go of a named lock if ``owner`` holds it."""
+        with self.atomic() as c:
+            jobs_sql.release_lock(c, name, owner)
+
     def finish_job(self, outcome: JobOutcome) -> None:
-        """Record a job's outcome."""
+        """Record a job's outcome (``JobFencedError`` when its owner no longer holds it)."""
         with self.atomic() as c:
             jobs_sql.finish(c, outcome, to_micros(utcnow()))
 
@@ -964,29 +989,33 @@ class SQLiteStore:
                     (key, value),
                 )
 
-    def reindex_batches(self, batch_size: int) -> Iterator[builtins.list[tuple[int, MemoryItem]]]:
-        last = 0
-        while True:
-            rows = self._read(
-                f"SELECT m.pk, {COLUMNS} FROM memories m WHERE m.pk > ? ORDER BY m.pk LIMIT ?", (last, batch_size)
-            )
-            if not rows:
-                return
-            last = int(rows[-1][0])
-            yield [(int(r[0]), row_to_item(r[1:])) for r in rows]
+    def reindex_begin(self, identity: str, dim: int) -> None:
+        """Start (or resume, for the same model) writing new vectors beside the live ones."""
+        with self.atomic() as c:
+            reindex_sql.begin(c, identity, dim)
 
-    def write_vectors(self, rows: Sequence[tuple[int, Vectors]]) -> None:
+    def reindex_pending(self, after: int, limit: int) -> builtins.list[tuple[int, MemoryItem]]:
+        """Up to ``limit`` memories past row key ``after`` that still lack a new vector."""
+        with self._lock:
+            return reindex_sql.pending(self._conn, after, limit)
+
+    def reindex_stage(self, rows: Sequence[tuple[int, Vectors]], identity: str, dim: int, *, final: bool) -> bool:
+        """Write new vectors beside the live ones; with ``final`` also switch to them and record the new model in
+        the same transaction, if no memory lacks one (returns whether it switched).
+        """
+        blobs = [(pk, np.ascontiguousarray(vec, dtype=np.float32).reshape(-1).tobytes()) for pk, vec in rows]
         try:
             with self.atomic() as c:
-                for pk, vec in rows:
-                    blob = np.ascontiguousarray(vec, dtype=np.float32).reshape(-1).tobytes()
-                    c.execute("UPDATE vectors SET vec = ? WHERE pk = ?", (blob, pk))
-                users = {r[0] for r in c.execute("SELECT DISTINCT user_id FROM vectors")}
-                for user_id in users:
-                    self._bump(c, user_id)
+                reindex_sql.stage(c, blobs)
+                switched = final and reindex_sql.switch(c, identity, dim)
+                if switched:
+                    for (user_id,) in c.execute("SELECT DISTINCT user_id FROM vectors").fetchall():
+                        self._bump(c, user_id)
         except sqlite3.DatabaseError as exc:
             raise _translate(exc, self._path) from exc
-        self._vectors.drop()
+        if switched:
+            self._vectors.drop()
+        return switched
 
     def size_bytes(self) -> int:
         if self._path == ":memory:":
