@@ -55,9 +55,8 @@ from memlane.retrieval.search import Retriever
 from memlane.retrieval.tuning import FitResult, LabelledQuery, QueryMatrix, fit, split_groups
 from memlane.security.validation import check_metadata, check_text, optional_id, require_scope
 from memlane.store import Store, open_store
-from memlane.store.base import AliasTuple
 from memlane.store.outcome import JobClaim, JobFencedError, JobOutcome
-from memlane.store.sqlite.store import embed_hash
+from memlane.store.records import embed_hash
 from memlane.worker import JobDeferred, JobWorker
 
 log = logging.getLogger(__name__)
@@ -416,18 +415,17 @@ class Memory:
         with self._consolidating(user_id):
             return self._distiller.enforce_capacity(user_id, hard=hard)
 
-    def _enrich(self, items: Sequence[MemoryItem], vectors: Vectors) -> dict[str, builtins.list[AliasTuple]]:
+    def _enrich(self, items: Sequence[MemoryItem], vectors: Vectors) -> dict[str, builtins.list[AliasRow]]:
         """Fill the write-time dimensions of new items; returns each user's changed entity-table rows."""
         by_user: dict[str, builtins.list[int]] = {}
         for i, item in enumerate(items):
             by_user.setdefault(item.user_id, []).append(i)
-        changed: dict[str, builtins.list[AliasTuple]] = {}
+        changed: dict[str, builtins.list[AliasRow]] = {}
         for user_id, idx in by_user.items():
             before = set(self._store.entity_aliases(user_id))
-            resolver = EntityResolver.from_rows(AliasRow(*row) for row in before)
+            resolver = EntityResolver.from_rows(before)
             self._enricher.enrich([items[i] for i in idx], vectors[idx], resolver)
-            after = [(r.alias, r.target, r.kind, r.display) for r in resolver.to_rows()]
-            changed[user_id] = [row for row in after if row not in before]
+            changed[user_id] = [row for row in resolver.to_rows() if row not in before]
         return changed
 
     def _embed(self, texts: Sequence[str]) -> Vectors:
@@ -561,10 +559,10 @@ class Memory:
 
     def _feedback_queries(self) -> builtins.list[LabelledQuery]:
         grouped: dict[tuple[str, str], set[str]] = {}
-        for user_id, query, memory_id, useful in self._store.feedback():
-            relevant = grouped.setdefault((user_id, query), set())
-            if useful:
-                relevant.add(memory_id)
+        for judged in self._store.feedback():
+            relevant = grouped.setdefault((judged.user_id, judged.query), set())
+            if judged.useful:
+                relevant.add(judged.memory_id)
         return [LabelledQuery(q, u, frozenset(r)) for (u, q), r in grouped.items() if r]
 
     @staticmethod
@@ -638,7 +636,7 @@ class Memory:
         now = utcnow()
         new.updated_at = now
         body = vector = None
-        aliases: builtins.list[AliasTuple] = []
+        aliases: builtins.list[AliasRow] = []
         if text is not None:
             self._check_embedder()
             body = index_text(new)
@@ -751,26 +749,26 @@ class Memory:
             raise ValidationError(f"batch_size must be an integer of at least 1, got {batch_size!r}")
         identity, dim = self._embedder.identity, self._embedder.dim
         self._store.reindex_begin(identity, dim)
-        n, after = 0, 0
+        n, after = 0, None
         while True:
             batch = self._store.reindex_pending(after, batch_size)
             if not batch:
-                if self._store.reindex_stage([], identity, dim, final=True):
+                if self._store.reindex_stage({}, identity, dim, final=True):
                     return n
-                after = 0  # memories written meanwhile by another process: embed them too
+                after = None  # memories written meanwhile by another process: embed them too
                 continue
-            vectors = self._embedder.embed([index_text(item) for _, item in batch])
-            after = batch[-1][0]
+            vectors = self._embedder.embed([index_text(item) for item in batch])
+            after = batch[-1].id
             last = len(batch) < batch_size
-            rows = [(pk, vec) for (pk, _), vec in zip(batch, vectors, strict=True)]
-            switched = self._store.reindex_stage(rows, identity, dim, final=last)
+            staged = {item.id: vec for item, vec in zip(batch, vectors, strict=True)}
+            switched = self._store.reindex_stage(staged, identity, dim, final=last)
             n += len(batch)
             if on_progress is not None:
                 on_progress(len(batch))
             if switched:
                 return n
             if last:
-                after = 0
+                after = None
 
 
 def _first_error(exc: PydanticValidationError) -> str:

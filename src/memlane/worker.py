@@ -11,7 +11,7 @@ from collections.abc import Callable
 from memlane.errors import MemlaneError
 from memlane.lifecycle.locks import Leases
 from memlane.models import Job, JobState
-from memlane.store.base import Store
+from memlane.store.base import JobQueue
 from memlane.store.outcome import JobFencedError, JobOutcome
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ class JobWorker:
 
     def __init__(
         self,
-        store: Store,
+        store: JobQueue,
         handler: Handler,
         *,
         leases: Leases,

@@ -22,7 +22,7 @@ from typing import Final
 
 from memlane.errors import StoreError
 from memlane.models import Job
-from memlane.store.base import Store
+from memlane.store.base import JobQueue
 from memlane.store.outcome import JobClaim
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ def owner_is_dead(owner: str) -> bool:
 class Leases:
     """The leases one ``Memory`` holds on a store: claimed jobs and named locks, renewed by a daemon thread."""
 
-    def __init__(self, store: Store, *, seconds: float = LEASE_SECONDS) -> None:
+    def __init__(self, store: JobQueue, *, seconds: float = LEASE_SECONDS) -> None:
         if seconds <= 0:
             raise ValueError("a lease must last more than 0 seconds")
         self.owner = new_owner()

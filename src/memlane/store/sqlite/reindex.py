@@ -9,6 +9,7 @@ A reindex that dies part-way leaves the old, consistent state; run again for the
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from typing import Final
 
 from memlane.models import MemoryItem
@@ -28,22 +29,24 @@ def begin(c: sqlite3.Connection, identity: str, dim: int) -> None:
         )
 
 
-def pending(c: sqlite3.Connection, after: int, limit: int) -> list[tuple[int, MemoryItem]]:
-    """Memories past row key ``after`` that have no new vector yet, in row order."""
+def pending(c: sqlite3.Connection, after: str | None, limit: int) -> list[MemoryItem]:
+    """Memories stored after memory ``after`` (from the first when ``None`` or gone) that have no new vector yet,
+    in storage order.
+    """
     rows = c.execute(
-        f"SELECT m.pk, {COLUMNS} FROM memories m WHERE m.pk > ? "
+        f"SELECT {COLUMNS} FROM memories m WHERE m.pk > coalesce((SELECT pk FROM memories WHERE id = ?), 0) "
         "AND NOT EXISTS (SELECT 1 FROM vectors_next n WHERE n.pk = m.pk) ORDER BY m.pk LIMIT ?",
         (after, limit),
     ).fetchall()
-    return [(int(r[0]), row_to_item(r[1:])) for r in rows]
+    return [row_to_item(r) for r in rows]
 
 
-def stage(c: sqlite3.Connection, rows: list[tuple[int, bytes]]) -> None:
-    """Write new vectors beside the live ones (a memory deleted meanwhile is skipped)."""
+def stage(c: sqlite3.Connection, vectors: Mapping[str, bytes]) -> None:
+    """Write new vectors (by memory id) beside the live ones (a memory deleted meanwhile is skipped)."""
     c.executemany(
-        "INSERT INTO vectors_next (pk, vec) SELECT ?, ? WHERE EXISTS (SELECT 1 FROM memories WHERE pk = ?) "
+        "INSERT INTO vectors_next (pk, vec) SELECT pk, ? FROM memories WHERE id = ? "
         "ON CONFLICT(pk) DO UPDATE SET vec = excluded.vec",
-        [(pk, blob, pk) for pk, blob in rows],
+        [(blob, memory_id) for memory_id, blob in vectors.items()],
     )
 
 
