@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 import hashlib
 import json
 import logging
@@ -32,6 +33,7 @@ from memlane.errors import (
 )
 from memlane.extraction.factory import make_extraction
 from memlane.lifecycle.distill import EXTRACT_JOB, Distiller, typed_hash
+from memlane.lifecycle.locks import Leases
 from memlane.llm.usage import UsageCounter
 from memlane.models import (
     AddResult,
@@ -53,9 +55,9 @@ from memlane.retrieval.search import Retriever
 from memlane.retrieval.tuning import FitResult, LabelledQuery, QueryMatrix, fit, split_groups
 from memlane.security.validation import check_metadata, check_text, optional_id, require_scope
 from memlane.store import Store, open_store
-from memlane.store.outcome import JobOutcome
+from memlane.store.outcome import JobClaim, JobFencedError, JobOutcome
 from memlane.store.records import embed_hash
-from memlane.worker import JobWorker
+from memlane.worker import JobDeferred, JobWorker
 
 log = logging.getLogger(__name__)
 
@@ -143,9 +145,17 @@ class Memory:
             weights=self.config.survival,
             evict_messages=self.config.evict_messages,
         )
-        # One writer of typed memories at a time: consolidation reads, decides, then writes.
+        # One writer of typed memories per user at a time: consolidation reads, decides, then writes. The RLock
+        # serialises this process's threads, the store lock (a lease) the processes sharing the file.
         self._lifecycle = threading.RLock()
-        self._worker = JobWorker(self._store, self._handle_job, background=self.config.background_worker)
+        self._leases = Leases(self._store)
+        self._worker = JobWorker(
+            self._store,
+            self._handle_job,
+            leases=self._leases,
+            ready=self._embedder_ready,
+            background=self.config.background_worker,
+        )
         self._worker.recover()
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -158,6 +168,7 @@ class Memory:
     def close(self) -> None:
         """Stop the job worker (after the job in hand; queued jobs wait for the next open) and close the store."""
         self._worker.stop()
+        self._leases.close()
         self._extraction.close()
         self._store.close()
 
@@ -173,6 +184,17 @@ class Memory:
     def llm_usage(self) -> UsageCounter | None:
         """Tokens, latency and cost of every LLM call this ``Memory`` made (``None`` without an LLM)."""
         return self._extraction.usage
+
+    def _embedder_ready(self) -> bool:
+        """Whether this embedder may write vectors to the store (it made them, or the store has none yet)."""
+        held = self._store.embedder_identity()
+        return held is None or held[0] == self._embedder.identity
+
+    @contextlib.contextmanager
+    def _consolidating(self, user_id: str) -> Iterator[None]:
+        """Hold this user's consolidation lock, in this process and across processes."""
+        with self._lifecycle, self._leases.lock(f"consolidate:{user_id}"):
+            yield
 
     def _check_embedder(self) -> None:
         held = self._store.embedder_identity()
@@ -249,27 +271,55 @@ class Memory:
         )
         if not fresh:
             return result
-        if infer and async_mode:
-            job = Job(
-                id=uuid.uuid4().hex,
-                user_id=user_id,
-                kind=EXTRACT_JOB,
-                payload={"message_ids": [it.id for it in fresh]},
-                created_at=now,
-                updated_at=now,
-            )
+        if not infer:
+            self._insert(fresh)
+            if self.config.capacity is not None:
+                with self._consolidating(user_id):
+                    self._distiller.enforce_capacity(user_id)
+            return result
+        job = Job(
+            id=uuid.uuid4().hex,
+            user_id=user_id,
+            kind=EXTRACT_JOB,
+            payload={"message_ids": [it.id for it in fresh]},
+            created_at=now,
+            updated_at=now,
+        )
+        if async_mode:
             self._insert(fresh, jobs=[job])
             result.job_id = job.id
             self._worker.notify()
             return result
-        self._insert(fresh)
-        with self._lifecycle:
-            if infer:
-                outcome = self._distiller.run(user_id, [it.id for it in fresh])
-                result.memories, result.job_id = outcome.memories, outcome.failed_job
-            else:
-                self._distiller.enforce_capacity(user_id)
+        self._extract_now(job, fresh, result)
         return result
+
+    def _extract_now(self, job: Job, fresh: Sequence[MemoryItem], result: AddResult) -> None:
+        """Store the messages with their extraction job already claimed by this process, then run it here.
+
+        The job is written in the same transaction as the messages, so a crash before it is done leaves it for
+        the next process that opens the store (once this one's lease lapses).
+        """
+        running = job.model_copy(update={"state": JobState.RUNNING, "attempts": 1})
+        self._insert(fresh, jobs=[running], claim=self._leases.claim())
+        self._leases.hold(job.id)
+        owner = self._leases.owner
+        try:
+            with self._consolidating(job.user_id):
+                outcome = self._distiller.run(job.user_id, [it.id for it in fresh], job=running, owner=owner)
+            result.memories, result.job_id = outcome.memories, outcome.failed_job
+        except JobFencedError:  # deleted meanwhile: nothing was written; if it still exists it runs again
+            self._store.release_job(job.id, owner)
+            result.job_id = job.id
+            self._worker.notify()
+        except Exception as exc:
+            try:
+                error = f"{type(exc).__name__}: {exc}"
+                self._store.finish_job(JobOutcome(job.id, JobState.FAILED, error, owner=owner))
+            except JobFencedError:
+                pass
+            raise
+        finally:
+            self._leases.drop(job.id)
 
     def _insert(
         self,
@@ -278,6 +328,7 @@ class Memory:
         *,
         enrich: bool = True,
         jobs: Sequence[Job] = (),
+        claim: JobClaim | None = None,
     ) -> None:
         if not items:
             return
@@ -287,17 +338,19 @@ class Memory:
         aliases = self._enrich(items, vectors) if enrich else None
         if self._store.embedder_identity() is None:
             self._store.set_embedder_identity(self._embedder.identity, self._embedder.dim)
-        self._store.insert(items, texts, vectors, event=event, aliases=aliases, jobs=jobs)
+        self._store.insert(items, texts, vectors, event=event, aliases=aliases, jobs=jobs, claim=claim)
 
     # -- background jobs ---------------------------------------------------------------------------
     def _handle_job(self, job: Job) -> None:
+        owner = self._leases.owner
         if job.kind != EXTRACT_JOB:
-            self._store.finish_job(JobOutcome(job.id, JobState.FAILED, f"unknown job kind {job.kind!r}"))
+            self._store.finish_job(JobOutcome(job.id, JobState.FAILED, f"unknown job kind {job.kind!r}", owner=owner))
             return
+        if not self._embedder_ready():
+            raise JobDeferred("the store was indexed with another embedder; the job waits for a process using it")
         ids = [str(i) for i in job.payload.get("message_ids", [])]
-        self._check_embedder()
-        with self._lifecycle:
-            self._distiller.run(job.user_id, ids, job=job)
+        with self._consolidating(job.user_id):
+            self._distiller.run(job.user_id, ids, job=job, owner=owner)
 
     def job(self, job_id: str, *, user_id: str) -> Job:
         """A background job of this user: its state, attempts and last error."""
@@ -322,6 +375,7 @@ class Memory:
             found = self.job(job_id, user_id=user_id)
             if found.state in (JobState.DONE, JobState.FAILED):
                 return found
+            self._check_embedder()  # a job this process may not run would never finish here
             if deadline is not None and time.monotonic() >= deadline:
                 raise JobTimeoutError(f"job {job_id} is still {found.state.value} after {timeout} s")
             self._worker.notify()
@@ -330,6 +384,7 @@ class Memory:
     def flush(self, *, timeout: float | None = None) -> None:
         """Block until no background job is queued or running; ``JobTimeoutError`` after ``timeout`` seconds."""
         if not self._worker.wait_idle(timeout):
+            self._check_embedder()
             raise JobTimeoutError(f"background jobs still pending after {timeout} s")
 
     def retry_jobs(self, *, user_id: str | None = None) -> int:
@@ -357,7 +412,7 @@ class Memory:
     def forget(self, *, user_id: str, hard: bool = False) -> builtins.list[str]:
         """Enforce ``config.capacity`` now: evict the lowest survival scores to the archive (destroy if ``hard``)."""
         user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
-        with self._lifecycle:
+        with self._consolidating(user_id):
             return self._distiller.enforce_capacity(user_id, hard=hard)
 
     def _enrich(self, items: Sequence[MemoryItem], vectors: Vectors) -> dict[str, builtins.list[AliasRow]]:
@@ -683,16 +738,37 @@ class Memory:
         )
 
     def reindex(self, *, batch_size: int = 256, on_progress: Callable[[int], None] | None = None) -> int:
-        """Re-embed every memory with the configured embedder and record it as the store's model."""
-        n = 0
-        for batch in self._store.reindex_batches(batch_size):
+        """Re-embed every memory with the configured embedder and record it as the store's model.
+
+        New vectors are written beside the live ones, which searches keep using; the switch to the new vectors
+        and model happens in the same transaction as the last batch. A reindex that is interrupted leaves the
+        old, consistent state, and run again with the same embedder it resumes where it stopped. Returns how
+        many memories this call embedded.
+        """
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise ValidationError(f"batch_size must be an integer of at least 1, got {batch_size!r}")
+        identity, dim = self._embedder.identity, self._embedder.dim
+        self._store.reindex_begin(identity, dim)
+        n, after = 0, None
+        while True:
+            batch = self._store.reindex_pending(after, batch_size)
+            if not batch:
+                if self._store.reindex_stage({}, identity, dim, final=True):
+                    return n
+                after = None  # memories written meanwhile by another process: embed them too
+                continue
             vectors = self._embedder.embed([index_text(item) for item in batch])
-            self._store.write_vectors({item.id: vec for item, vec in zip(batch, vectors, strict=True)})
+            after = batch[-1].id
+            last = len(batch) < batch_size
+            staged = {item.id: vec for item, vec in zip(batch, vectors, strict=True)}
+            switched = self._store.reindex_stage(staged, identity, dim, final=last)
             n += len(batch)
             if on_progress is not None:
                 on_progress(len(batch))
-        self._store.set_embedder_identity(self._embedder.identity, self._embedder.dim)
-        return n
+            if switched:
+                return n
+            if last:
+                after = None
 
 
 def _first_error(exc: PydanticValidationError) -> str:

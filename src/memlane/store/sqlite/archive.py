@@ -58,6 +58,8 @@ class SQLiteArchive:
                 moved.append(pk)
             versions = self._db.bump(c, user_id)
         self._cache.advance(user_id, *versions, remove=moved)
+        if moved:
+            self._cache.erased(user_id)  # archived vectors live in the archive table only
         return len(moved)
 
     def archived(self, user_id: str, limit: int, offset: int) -> builtins.list[ArchivedMemory]:

@@ -205,4 +205,20 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         END
         """,
     ),
+    (
+        "0008_job_leases",
+        """
+        ALTER TABLE jobs ADD COLUMN lease_owner TEXT;
+        ALTER TABLE jobs ADD COLUMN lease_until INTEGER;
+        CREATE TABLE locks (
+            name  TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            until INTEGER NOT NULL
+        );
+        CREATE TABLE vectors_next (
+            pk  INTEGER PRIMARY KEY REFERENCES memories(pk) ON DELETE CASCADE,
+            vec BLOB NOT NULL
+        )
+        """,
+    ),
 )
