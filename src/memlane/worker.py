@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from memlane.errors import MemlaneError
 from memlane.models import Job, JobState
 from memlane.store.base import Store
 from memlane.store.outcome import JobOutcome
@@ -109,6 +110,12 @@ class JobWorker:
             try:
                 self._handler(job)
             except Exception as exc:
-                log.exception("job %s failed", job.id)
+                # An expected failure (a MemlaneError: LLM down, embedder mismatch, ...) is one line; the
+                # traceback is kept for debugging. Anything else is a bug and is logged whole.
+                if isinstance(exc, MemlaneError):
+                    log.warning("job %s failed: %s: %s", job.id, type(exc).__name__, exc)
+                    log.debug("job %s failure traceback", job.id, exc_info=True)
+                else:
+                    log.exception("job %s failed", job.id)
                 self._store.finish_job(JobOutcome(job.id, JobState.FAILED, f"{type(exc).__name__}: {exc}"))
             return True

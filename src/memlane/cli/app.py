@@ -66,6 +66,7 @@ def progress() -> Progress:
         TimeRemainingColumn(),
         console=err,
         transient=True,
+        disable=not err.is_terminal,  # a bar is for a person watching; a pipe gets the result lines only
     )
 
 

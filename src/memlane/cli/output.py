@@ -6,10 +6,10 @@ import json
 import sys
 from typing import Any, NoReturn
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer._click import exceptions as click_exc  # typer vendors click; its errors are the ones raised
 from typer.core import TyperGroup
 
 from memlane.errors import MemlaneError
@@ -60,13 +60,13 @@ class OneLineErrors(TyperGroup):
     ) -> Any:
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except click.exceptions.NoArgsIsHelpError as exc:
+        except click_exc.NoArgsIsHelpError as exc:
             sys.stdout.write((exc.ctx.get_help() if exc.ctx else "") + "\n")
             code = 0
-        except click.ClickException as exc:
+        except click_exc.ClickException as exc:
             sys.stderr.write(error_line(exc.format_message()) + "\n")
             code = ERROR_EXIT
-        except click.exceptions.Abort:
+        except typer.Abort:
             sys.stderr.write(error_line("aborted") + "\n")
             code = 1
         except MemlaneError as exc:

@@ -93,17 +93,24 @@ def write_export(
     Every memory is checked first: one that import would reject stops the export with its id named.
     """
     if isinstance(dest, str | Path):
+        if isinstance(dest, str) and (not dest.strip() or "\x00" in dest):
+            raise ValidationError(f"export destination {dest[:80]!r} is not a file name")
         path = Path(dest)
         with _atomic_file(path) as fh:
             return _write_lines(fh, header, items, limits)
-    return _write_lines(dest, header, items, limits)
+    if not callable(getattr(dest, "write", None)):
+        raise ValidationError(f"export destination must be a path or a writable text stream, got {type(dest).__name__}")
+    try:
+        return _write_lines(dest, header, items, limits)
+    except (OSError, TypeError) as exc:
+        raise ValidationError(f"cannot write to the export stream: {exc}") from None
 
 
 @contextmanager
 def _atomic_file(path: Path) -> Iterator[IO[str]]:
-    if path.is_dir():
-        raise ValidationError(f"cannot write export {str(path)[:200]!r}: it is a directory")
     try:
+        if path.is_dir():
+            raise ValidationError(f"cannot write export {str(path)[:200]!r}: it is a directory")
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:50]}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
         raise _open_error(path, exc, "write export") from None
@@ -137,6 +144,8 @@ def read_export(source: str | Path | IO[str], limits: Limits) -> list[ImportLine
     ``ImportFormatError`` naming its line number and field.
     """
     if isinstance(source, str | Path):
+        if isinstance(source, str) and (not source.strip() or "\x00" in source):
+            raise ValidationError(f"import source {source[:80]!r} is not a file name")
         path = Path(source)
         try:
             with open(path, "rb") as fh:
@@ -145,7 +154,12 @@ def read_export(source: str | Path | IO[str], limits: Limits) -> list[ImportLine
             raise ValidationError(f"cannot read import file {str(path)[:200]!r}: it is a directory") from None
         except OSError as exc:
             raise _open_error(path, exc, "read import file") from None
-    return _read_lines(source, limits)
+    if not hasattr(source, "__iter__") or isinstance(source, bytes | bytearray):
+        raise ValidationError(f"import source must be a path or a readable stream, got {type(source).__name__}")
+    try:
+        return _read_lines(source, limits)
+    except OSError as exc:
+        raise ValidationError(f"cannot read the import stream: {exc}") from None
 
 
 def _decoded(lines: Iterable[str | bytes]) -> Iterator[tuple[int, str]]:

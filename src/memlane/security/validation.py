@@ -179,6 +179,12 @@ def check_time(value: object, *, what: str, limits: Limits = DEFAULT_LIMITS) -> 
     return when
 
 
+def _path(where: str, step: str) -> str:
+    """A field path for error messages, its middle elided once it grows long."""
+    path = where + step
+    return path if len(path) <= 120 else f"{path[:40]}...{path[-60:]}"
+
+
 def check_metadata(metadata: object, what: str = "metadata", limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     """A JSON object within the limits: string keys, at most ``metadata_depth`` levels of nesting,
     ``metadata_keys`` keys in all, values that are strings, finite numbers, 64-bit integers, booleans or null,
@@ -207,13 +213,13 @@ def check_metadata(metadata: object, what: str = "metadata", limits: Limits = DE
                 keys += 1
                 if keys > limits.metadata_keys:
                     raise ValidationError(f"{what} has more than the limit of {limits.metadata_keys} keys")
-                stack.append((sub, f"{where}.{key[:40]}", depth + 1))
+                stack.append((sub, _path(where, f".{key[:40]}"), depth + 1))
         elif isinstance(value, list | tuple):
             if depth > limits.metadata_depth:
                 raise ValidationError(f"{where} nests deeper than the limit of {limits.metadata_depth} levels")
             if len(value) > limits.metadata_keys:
                 raise ValidationError(f"{where} has more than the limit of {limits.metadata_keys} items")
-            stack.extend((sub, f"{where}[{i}]", depth + 1) for i, sub in enumerate(value))
+            stack.extend((sub, _path(where, f"[{i}]"), depth + 1) for i, sub in enumerate(value))
         elif isinstance(value, str):
             check_utf8(value, where)
         elif isinstance(value, bool) or value is None:
