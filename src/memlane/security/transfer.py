@@ -131,7 +131,7 @@ def _write_lines(fh: IO[str], header: dict[str, object], items: Iterable[MemoryI
     n = 0
     for item in items:
         try:
-            checked = check_item(item.model_copy(deep=True), limits)
+            checked = check_item(item, limits)  # items are read fresh from the store for this export
         except ValidationError as exc:
             raise ValidationError(f"memory {item.id[:80]!r} cannot be exported: {exc}") from None
         fh.write(checked.model_dump_json() + "\n")
