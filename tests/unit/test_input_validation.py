@@ -151,7 +151,7 @@ def test_import_with_a_colliding_id_names_the_line_and_writes_nothing(memory: Me
     row["id"] = bobs
     lines[1_201] = json.dumps(row)
     before = everything(memory)
-    with pytest.raises(ImportFormatError, match="line 1202.*another user"):
+    with pytest.raises(ImportFormatError, match=r"line 1202.*another user"):
         memory.import_(io.StringIO("\n".join(lines) + "\n"), user_id="carol")
     assert everything(memory) == before
     assert memory.list(user_id="carol") == []
@@ -212,7 +212,7 @@ def test_import_rejects_an_id_used_twice_in_the_file(memory: Memory) -> None:
     memory.add(["one", "two"], user_id="ana")
     lines = export_text(memory).splitlines()
     lines.append(lines[1])
-    with pytest.raises(ImportFormatError, match="line 4: .*already used on line 2"):
+    with pytest.raises(ImportFormatError, match=r"line 4: .*already used on line 2"):
         memory.import_(io.StringIO("\n".join(lines)), user_id="zed")
 
 
@@ -248,7 +248,7 @@ def test_export_never_writes_what_import_rejects(memory: Memory, tmp_path: Path)
     )
     memory._store.insert([legacy], ["deep one"], memory.embedder.embed(["deep one"]))
     dest = tmp_path / "out.jsonl"
-    with pytest.raises(ValidationError, match="memory 'legacy' cannot be exported: .*32 levels"):
+    with pytest.raises(ValidationError, match=r"memory 'legacy' cannot be exported: .*32 levels"):
         memory.export(dest)
     assert not dest.exists() and list(tmp_path.glob("*.tmp")) == []
     memory.delete("legacy", user_id="ana")
@@ -274,7 +274,9 @@ class _Store:
         self.finished.append(outcome)
 
 
-@pytest.mark.parametrize(("error", "one_line_only"), [(MemlaneError("the LLM is down"), True), (KeyError("bug"), False)])
+@pytest.mark.parametrize(
+    ("error", "one_line_only"), [(MemlaneError("the LLM is down"), True), (KeyError("bug"), False)]
+)
 def test_worker_logs_an_expected_job_failure_in_one_line(caplog, error: Exception, one_line_only: bool) -> None:
     now = utcnow()
     store = _Store(Job(id="j1", user_id="u", kind="extract", created_at=now, updated_at=now))
