@@ -17,7 +17,7 @@ from typing import IO, Any, Self
 
 import numpy as np
 
-from memlane.config import Config, save_preset
+from memlane.config import Config, RetrievalPreset, save_preset
 from memlane.embedding import Embedder, make_embedder
 from memlane.embedding.base import Vectors
 from memlane.enrich.entities import AliasRow, EntityResolver
@@ -54,12 +54,14 @@ from memlane.security.transfer import EXPORT_FORMAT, ImportLine, read_export, wr
 from memlane.security.validation import (
     Limits,
     check_bool,
+    check_callback,
     check_filters,
     check_float,
     check_id,
     check_int,
     check_messages,
     check_metadata,
+    check_path,
     check_text,
     check_time,
     optional_id,
@@ -141,7 +143,7 @@ class Memory:
             else make_embedder(embedder or self.config.embedder, cache_dir=self.config.model_cache)
         )
         self._extraction = make_extraction(self.config)  # before the store: it may fail on a missing extra
-        self._store: Store = open_store(target)
+        self._store: Store = _open(target)
         self._enricher = Enricher(self._embedder)
         self._retriever = Retriever(
             self._store, self._embedder, self._enricher, half_life_days=self.config.recency_half_life_days
@@ -492,7 +494,7 @@ class Memory:
             save_preset(self.config.presets_file, name, start.name, result.weights, description)
         return result
 
-    def _preset(self, name: object, what: str = "preset_name") -> Any:
+    def _preset(self, name: object, what: str = "preset_name") -> RetrievalPreset:
         if name is not None:
             check_id(name, what=what, max_chars=64)
         return self.config.preset_for(name)  # type: ignore[arg-type]
@@ -668,6 +670,7 @@ class Memory:
             target = None
         else:
             target = require_scope(user_id, max_chars=self.limits.id_chars)
+        on_progress = check_callback(on_progress, what="on_progress")
         lines = read_export(source, self.limits)
         for line in lines:
             self._retarget(line.item, target or line.item.user_id)
@@ -747,6 +750,7 @@ class Memory:
     def reindex(self, *, batch_size: int = 256, on_progress: Callable[[int], None] | None = None) -> int:
         """Re-embed every memory with the configured embedder and record it as the store's model."""
         batch_size = check_int(batch_size, what="batch_size", low=1, high=self.limits.batch)
+        on_progress = check_callback(on_progress, what="on_progress")
         n = 0
         for batch in self._store.reindex_batches(batch_size):
             vectors = self._embedder.embed([index_text(item) for _, item in batch])
@@ -756,3 +760,12 @@ class Memory:
                 on_progress(len(batch))
         self._store.set_embedder_identity(self._embedder.identity, self._embedder.dim)
         return n
+
+
+def _open(target: object) -> Store:
+    """The store at ``target``; a bad path is a ``ValidationError``, one that cannot be opened a ``StoreError``."""
+    location = check_path(target, what="path")
+    try:
+        return open_store(location)
+    except OSError as exc:
+        raise StoreError(f"cannot open the store {str(location)[:200]!r}: {exc.strerror or exc}") from exc

@@ -190,7 +190,14 @@ CALLS: dict[str, Call] = {
     "retry_jobs.user_id": lambda m, ids, v: m.retry_jobs(user_id=v),
     "stats.user_id": lambda m, ids, v: m.stats(user_id=v),
     "reindex.batch_size": lambda m, ids, v: m.reindex(batch_size=v),
+    "reindex.on_progress": lambda m, ids, v: m.reindex(on_progress=v),
+    "import.on_progress": lambda m, ids, v: m.import_(ids["export"], user_id="ana", on_progress=v),
+    "open.path": lambda m, ids, v: _open(m, _path(ids, v)),
 }
+
+
+def _open(memory: Memory, path: Any) -> None:
+    Memory(path, embedder=memory.embedder, config=memory.config).close()
 
 
 def check_call(memory: Memory, ids: dict[str, str], name: str, value: Any) -> None:

@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from pydantic import ValidationError as PydanticValidationError
 
 from memlane.errors import MissingScopeError, UnknownFilterError, ValidationError
 from memlane.models import Filters, Message, parse_time
+
+T = TypeVar("T")
 
 #: The widest integer SQLite (and most JSON consumers) hold exactly: a signed 64-bit integer.
 INT64_MAX = 2**63 - 1
@@ -240,6 +244,28 @@ def check_metadata(metadata: object, what: str = "metadata", limits: Limits = DE
         raise ValidationError(f"{what} is {size} bytes as JSON, more than the limit of {limits.metadata_bytes}")
     result: dict[str, Any] = json.loads(encoded)
     return result
+
+
+def check_path(value: object, *, what: str, max_chars: int = 4096) -> str | Path:
+    """A file path or store URL: a string or ``os.PathLike`` of valid UTF-8, without NUL, within ``max_chars``."""
+    if not isinstance(value, str | os.PathLike):
+        raise ValidationError(f"{what} must be a string or a path, got {_name(value)}")
+    text = os.fspath(value)
+    if not isinstance(text, str):
+        raise ValidationError(f"{what} must be a text path, got {_name(text)}")
+    if not text.strip() or "\x00" in text:
+        raise ValidationError(f"{what} {text[:80]!r} is not a usable path")
+    if len(text) > max_chars:
+        raise ValidationError(f"{what} is {len(text)} characters, more than the limit of {max_chars}")
+    check_utf8(text, what)
+    return value if isinstance(value, Path) else text
+
+
+def check_callback(value: T, *, what: str) -> T:
+    """``None`` or something callable."""
+    if value is not None and not callable(value):
+        raise ValidationError(f"{what} must be callable, got {_name(value)}")
+    return value
 
 
 def first_error(exc: PydanticValidationError) -> str:
