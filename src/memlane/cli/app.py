@@ -552,7 +552,7 @@ def tune(
                 result = memory.tune(queries, name=name, base=base, k=k)
             except MemlaneError as exc:
                 fail(str(exc))
-    table = Table(title=f"preset {name!r} learned from {base!r}")
+    table = Table(title=f"preset {show(repr(name))} learned from {show(repr(base))}")
     table.add_column("dimension")
     table.add_column("start", justify="right")
     table.add_column("learned", justify="right")
