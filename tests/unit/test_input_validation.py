@@ -15,7 +15,7 @@ import pytest
 from memlane import Config, Memory
 from memlane.embedding.fake import HashEmbedder
 from memlane.errors import ImportFormatError, MemlaneError, MissingScopeError, NotFoundError, ValidationError
-from memlane.models import Job, MemoryItem, parse_time, utcnow
+from memlane.models import Job, MemoryItem, MemoryKind, parse_time, utcnow
 from memlane.security.terminal import json_safe, one_line, printable
 from memlane.security.validation import Limits, check_metadata
 from memlane.worker import JobWorker
@@ -303,3 +303,30 @@ def test_terminal_escapes() -> None:
 def test_limits_follow_the_config() -> None:
     limits = Limits.from_config(Config(max_id_chars=10, max_text_chars=20))
     assert (limits.id_chars, limits.text_chars) == (10, 20)
+
+
+def test_a_typed_memory_with_merged_metadata_round_trips(memory: Memory) -> None:
+    # A typed memory carries the union of its sources' metadata, which may exceed what one add may carry.
+    now = utcnow()
+    merged = {f"k{i}": "v" * 100 for i in range(1_500)}  # 1,500 keys and ~170 kB: over add's limits
+    fact = MemoryItem(
+        id="fact1",
+        user_id="ana",
+        kind=MemoryKind.FACT,
+        text="The user's sister lives in Porto.",
+        timestamp=now,
+        created_at=now,
+        updated_at=now,
+        content_hash="1" * 64,
+        metadata=merged,
+    )
+    memory._store.insert([fact], [fact.text], memory.embedder.embed([fact.text]))
+    text = export_text(memory)
+    other = Memory(":memory:", embedder=HashEmbedder(dim=32), config=memory.config)
+    try:
+        assert other.import_(io.StringIO(text), keep_user_ids=True) == 1
+        assert other.get("fact1", user_id="ana").metadata == merged
+    finally:
+        other.close()
+    with pytest.raises(ValidationError, match="keys"):
+        memory.add("hello", user_id="ana", metadata=merged)

@@ -10,14 +10,14 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
 from pydantic import ValidationError as PydanticValidationError
 
 from memlane.errors import ImportFormatError, MemlaneError, ValidationError
-from memlane.models import MemoryItem
+from memlane.models import MemoryItem, MemoryKind
 from memlane.security.validation import (
     INT64_MAX,
     Limits,
@@ -33,6 +33,8 @@ from memlane.security.validation import (
 )
 
 EXPORT_FORMAT = 1
+#: How many times the metadata size and key budget of ``add`` a derived (typed) memory may use.
+DERIVED_SCALE = 64
 
 
 @dataclass(frozen=True)
@@ -65,9 +67,18 @@ def check_item(item: MemoryItem, limits: Limits) -> MemoryItem:
     check_int(item.access_count, what="access_count", low=0, high=INT64_MAX)
     if item.position is not None:
         check_int(item.position, what="position", low=0, high=INT64_MAX)
-    item.metadata = check_metadata(item.metadata, "metadata", limits)
-    if len(item.entities) > limits.batch:
-        raise ValidationError(f"entities lists {len(item.entities)} names, more than the limit of {limits.batch}")
+    # A typed memory's metadata is the union of its sources' (each within the limits of add): same depth and value
+    # rules, a larger size budget, so that nothing memlane derived itself is refused on the way out.
+    derived = item.kind is not MemoryKind.MESSAGE
+    budget = DERIVED_SCALE if derived else 1
+    item.metadata = check_metadata(
+        item.metadata,
+        "metadata",
+        replace(limits, metadata_bytes=limits.metadata_bytes * budget, metadata_keys=limits.metadata_keys * budget),
+    )
+    most = limits.batch * budget
+    if len(item.entities) > most:
+        raise ValidationError(f"entities lists {len(item.entities)} names, more than the limit of {most}")
     for name in item.entities:
         check_text(name, max_chars=limits.text_chars, what="entities")
     for i, src in enumerate(item.sources):
