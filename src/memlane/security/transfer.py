@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -165,7 +165,7 @@ def read_export(source: str | Path | IO[str], limits: Limits) -> list[ImportLine
             raise ValidationError(f"cannot read import file {str(path)[:200]!r}: it is a directory") from None
         except OSError as exc:
             raise _open_error(path, exc, "read import file") from None
-    if not hasattr(source, "__iter__") or isinstance(source, bytes | bytearray):
+    if not hasattr(source, "__iter__") or isinstance(source, bytes | bytearray | Mapping):
         raise ValidationError(f"import source must be a path or a readable stream, got {type(source).__name__}")
     try:
         return _read_lines(source, limits)
@@ -184,6 +184,8 @@ def _decoded(lines: Iterable[str | bytes]) -> Iterator[tuple[int, str]]:
             return
         except UnicodeDecodeError:
             raise ImportFormatError(f"line {lineno} is not valid UTF-8 text") from None
+        if not isinstance(raw, str | bytes):
+            raise ValidationError(f"import source line {lineno} is a {type(raw).__name__}, not text")
         if isinstance(raw, bytes):
             try:
                 raw = raw.decode("utf-8")
