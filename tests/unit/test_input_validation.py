@@ -62,6 +62,7 @@ ISSUE_CASES = [
     ("list", {"filters": {"metadata": {"k": 10**30}}}, "filters.metadata.k"),
     ("search", {"filters": {"as_of": "9999-12-31T23:59:59-05:00"}}, "filters.as_of"),
     ("search", {"top_k": 10**20}, "top_k"),
+    ("search", {"filters": {"include_superseded": "true"}}, "include_superseded"),
     ("search", {"preset_name": ["x"]}, "preset_name"),
     ("get", {"memory_id": "\udc80"}, "memory_id"),
     ("delete", {"memory_id": "\ud800x"}, "memory_id"),

@@ -351,6 +351,8 @@ def check_filters(filters: object, limits: Limits = DEFAULT_LIMITS) -> Filters:
                 check_id(v, what=f"filters.{key}", max_chars=limits.id_chars)
             else:
                 check_label(v, what=f"filters.{key}", max_chars=getattr(limits, _LABEL_FILTERS[key]))
+    if "include_superseded" in raw:
+        check_bool(raw["include_superseded"], what="filters.include_superseded")
     if "metadata" in raw:
         raw["metadata"] = check_metadata(raw["metadata"], "filters.metadata", limits)
     if isinstance(raw.get("kind"), tuple):
