@@ -114,7 +114,9 @@ def bench_locomo(
 def bench_extraction(
     samples: Annotated[
         list[Path],
-        typer.Option("--samples", help="Labelled JSONL sample file(s), e.g. tests/fixtures/extraction/claims_heldout.jsonl."),
+        typer.Option(
+            "--samples", help="Labelled JSONL sample file(s), e.g. tests/fixtures/extraction/claims_heldout.jsonl."
+        ),
     ],
     min_confidence: Annotated[float, typer.Option("--min-confidence", help="The storing threshold.")] = 0.6,
     show_misses: Annotated[bool, typer.Option("--misses", help="List false positives and negatives.")] = False,
