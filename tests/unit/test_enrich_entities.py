@@ -105,7 +105,7 @@ def test_resolver_learns_kinship_aliases_per_speaker() -> None:
     assert resolver.resolve("Maya's sister") == "anna"
     assert resolver.resolve("Tom's sister") == "anna"
     assert resolver.resolve("my dog", speaker="Maya") == "pepper"
-    assert resolver.resolve("my dog", speaker="Tom") == "my dog"  # Tom never named a dog
+    assert resolver.resolve("my dog", speaker="Tom") == "tom dog"  # Tom never named a dog: kept as his, unnamed
 
 
 def test_first_name_resolves_to_the_full_name_unless_ambiguous() -> None:

@@ -42,8 +42,8 @@ class Enricher:
             categories = self._categories.classify(vectors)
             intents = self._intents.classify(vectors, [it.text for it in items])
         for item, category, intent in zip(items, categories, intents, strict=True):
-            mentions = resolver.observe(item.text, item.speaker)
-            names = resolver.resolve_all(mentions, item.speaker)
+            mentions = resolver.observe(item.text, item.speaker, item.role)
+            names = resolver.resolve_all(mentions, item.speaker, item.role)
             speaker = canonical(item.speaker) if item.speaker else ""
             item.entities = list(dict.fromkeys([speaker, *names] if speaker else names))
             span = event_time(item.text, item.timestamp)
