@@ -107,7 +107,9 @@ def load_turns(path: Path) -> list[Turn]:
                 updated_at=at,
                 content_hash=str(row["id"]),
             )
-        except (KeyError, TypeError, ValueError) as e:
+        except KeyError as e:
+            raise ValidationError(f"{path}:{number}: not a labelled turn (missing {e})") from None
+        except (TypeError, ValueError) as e:
             raise ValidationError(f"{path}:{number}: not a labelled turn ({e})") from None
         turns.append(Turn(message.id, message.role or "user", message.speaker, message.text, message, labels))
     return turns
