@@ -21,7 +21,7 @@ from pydantic import ValidationError as PydanticValidationError
 from memlane.config import Config, save_preset
 from memlane.embedding import Embedder, make_embedder
 from memlane.embedding.base import Vectors
-from memlane.enrich.entities import AliasRow, EntityResolver
+from memlane.enrich.aliases import AliasRow, EntityResolver
 from memlane.enrich.pipeline import Enricher
 from memlane.errors import (
     EmbedderMismatchError,

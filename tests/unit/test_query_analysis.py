@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memlane.enrich.entities import EntityResolver
+from memlane.enrich.aliases import EntityResolver
 from memlane.retrieval.query import QueryFeatures, analyse_query, exact_match_terms, resolve_relations
 
 NOW = datetime(2023, 6, 1, 12, tzinfo=UTC)

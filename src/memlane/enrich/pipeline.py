@@ -7,8 +7,9 @@ import threading
 from collections.abc import Sequence
 
 from memlane.embedding.base import Embedder, Vectors
+from memlane.enrich.aliases import EntityResolver
 from memlane.enrich.classify import CATEGORIES, INTENTS, IntentClassifier, PrototypeClassifier
-from memlane.enrich.entities import EntityResolver, canonical
+from memlane.enrich.entities import canonical
 from memlane.enrich.importance import importance
 from memlane.enrich.temporal import event_time
 from memlane.models import MemoryItem

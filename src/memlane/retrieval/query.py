@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-from memlane.enrich.entities import EntityMention, EntityResolver, canonical, extract_entities, relation_of
+from memlane.enrich.aliases import EntityResolver, relation_of
+from memlane.enrich.entities import EntityMention, canonical, extract_entities
 from memlane.enrich.temporal import TimeSpan, query_time_range
 from memlane.retrieval.text import STOPWORDS, query_terms
 

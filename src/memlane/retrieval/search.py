@@ -10,7 +10,8 @@ from datetime import datetime
 
 from memlane.config import RetrievalPreset
 from memlane.embedding.base import Embedder, Vectors
-from memlane.enrich.entities import AliasRow, EntityResolver, canonical, relation_of
+from memlane.enrich.aliases import AliasRow, EntityResolver, relation_of
+from memlane.enrich.entities import canonical
 from memlane.enrich.pipeline import Enricher
 from memlane.enrich.temporal import TimeSpan
 from memlane.models import Filters, Hit
