@@ -98,7 +98,8 @@ TRIVIAL_ACT = re.compile(
     r"look|need|figure|wait|pass|stop|leave it|talk|text|message|reply|answer)\b",
     re.IGNORECASE,
 )
-SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+# a sentence ends at . ! ? (not after a title: "Dr. Okafor") or a line break
+SENTENCES = re.compile(r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bProf\.)(?<=[.!?])\s+|\n+")
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+from memlane.enrich.entities import canonical
 from memlane.extraction.rewrite import absolutise, finish_sentence
 from memlane.extraction.rules.base import (
     ANIMALS,
@@ -122,6 +123,50 @@ def _about_other(clause: Clause, span: str, rule: str, entities: list[str]) -> D
     return make_draft(
         clause, rule, kind, sentence, 0.6, 0.5, event_time=when, entities=entities + capitalised_names(span)
     )
+
+
+# -- people known by their role, and places of one's own ----------------------------------------------------------
+_ROLE_PEOPLE = (
+    r"doctor|gp|therapist|counsell?or|dentist|personal trainer|trainer|landlord|landlady|tutor|coach|mentor|vet|"
+    r"lawyer|accountant|hairdresser|barber|physio|physiotherapist|teacher|piano teacher|manager"
+)
+_OWN_PLACES = (
+    r"gym|school|university|college|church|pub|cafe|café|coffee shop|restaurant|bar|hometown|neighbou?rhood|"
+    r"book club|running club|club|band|yoga studio|studio|choir"
+)
+_NAMED_THING = rx(
+    rf"(?i:\bmy (?:(?:local|old|new|current|regular) )?(?P<what>{_ROLE_PEOPLE}|{_OWN_PLACES})"
+    r"(?:,\s*|\s+is called\s+|\s+is named\s+|\s+called\s+|\s+named\s+|\s+is\s+|\s+))"
+    r"(?P<name>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.?\s+|The\s+)?[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*){0,3})"
+)
+
+
+def named_things(clause: Clause) -> list[Draft]:
+    """``entity`` memories for people known by role and places of one's own: "My therapist Dr. Okafor",
+    "my gym, Iron Temple", "My hometown is Galway"; the claim is ``<role or place> = <name>``.
+    """
+    if "favourite" in clause.fired:
+        return []
+    m = _NAMED_THING.search(clause.text)
+    if m is None:
+        return []
+    what, name = m.group("what").lower(), m.group("name").rstrip(".")
+    if name.split()[-1].lower() in MONTHS_DAYS or canonical(name) in ("i", "the"):
+        return []
+    person = re.fullmatch(_ROLE_PEOPLE, what) is not None
+    return [
+        make_draft(
+            clause,
+            "named-person" if person else "named-place",
+            MemoryKind.ENTITY,
+            finish_sentence(f"{name} is {clause.subject}'s {what}"),
+            0.8,
+            0.5,
+            attribute=what,
+            value=name,
+            entities=[name],
+        )
+    ]
 
 
 # -- plans and events ----------------------------------------------------------------------------------------------
