@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memlane.enrich.aliases import AliasRow, EntityResolver, Relation, relation_of
-from memlane.enrich.entities import EntityMention, canonical, extract_entities
+from memlane.enrich.aliases import EntityResolver, Relation, relation_of
+from memlane.enrich.entities import AliasRow, EntityMention, canonical, extract_entities
 
 
 def kinds(text: str, speaker: str | None = None) -> dict[str, str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import memlane.store.sqlite.store as sqlite_store
+import memlane.store.sqlite.text as sqlite_text
 from memlane import Config, CorruptStoreError, EmbedderMismatchError, Memory, SchemaError, StoreError
 from memlane.embedding.fake import HashEmbedder
 
@@ -67,7 +67,7 @@ def test_other_embedder_names_reindex_and_reindex_fixes_it(tmp_path: Path, confi
 def test_failed_write_leaves_nothing_behind(tmp_path: Path, config: Config, monkeypatch: pytest.MonkeyPatch) -> None:
     with Memory(tmp_path / "a.db", embedder=HashEmbedder(), config=config) as m:
         m.add("before", user_id="u")
-        real = sqlite_store.scope_token
+        real = sqlite_text.scope_token
         calls = {"n": 0}
 
         def flaky(user_id: str) -> str:
@@ -76,10 +76,10 @@ def test_failed_write_leaves_nothing_behind(tmp_path: Path, config: Config, monk
                 raise sqlite3.OperationalError("disk I/O error (simulated)")
             return real(user_id)
 
-        monkeypatch.setattr(sqlite_store, "scope_token", flaky)
+        monkeypatch.setattr(sqlite_text, "scope_token", flaky)
         with pytest.raises(StoreError, match="simulated"):
             m.add(["one", "two", "three"], user_id="u")
-        monkeypatch.setattr(sqlite_store, "scope_token", real)
+        monkeypatch.setattr(sqlite_text, "scope_token", real)
         assert [it.text for it in m.list(user_id="u")] == ["before"]
         assert [h.memory.text for h in m.search("one two three before", user_id="u")] == ["before"]
 
@@ -142,3 +142,28 @@ def test_a_store_of_the_first_schema_is_upgraded_with_positions(tmp_path: Path, 
         assert [(it.text, it.position) for it in items] == [("first", 0), ("elsewhere", 0), ("second", 1), ("third", 2)]
         [added] = m.add("fourth", user_id="u", session_id="s").items
         assert added.position == 3
+
+
+def test_sqlite_store_implements_every_capability(tmp_path: Path) -> None:
+    from memlane.store import base
+    from memlane.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "caps.db")
+    try:
+        for capability in (
+            base.RecordReader,
+            base.RecordWriter,
+            base.TextIndex,
+            base.VectorStore,
+            base.CandidateIndex,
+            base.EntityIndex,
+            base.FeedbackLog,
+            base.HistoryLog,
+            base.JobQueue,
+            base.Archive,
+            base.StoreInfo,
+            base.Store,
+        ):
+            assert isinstance(store, capability), capability.__name__
+    finally:
+        store.close()

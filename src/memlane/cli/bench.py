@@ -188,16 +188,25 @@ def bench_scale(
         list[int] | None, typer.Option("--users", help="User scopes the corpus is spread over. Default: 1 and 1000.")
     ] = None,
     queries: Annotated[int, typer.Option("--queries", help="Timed searches per point.")] = 200,
+    preset: Annotated[
+        str | None, typer.Option("--preset", help="Retrieval preset searched with. Default: the configured default.")
+    ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results to this JSON file.")] = None,
     quick: QuickOpt = False,
 ) -> None:
-    """Ingest items/s, search p50/p95/p99, peak RSS and size on disk against corpus size and user spread."""
+    """Ingest items/s, search p50/p95/p99 (alone, and right after an add), peak RSS and disk against size and users."""
     from memlane.bench.locomo import write_json
     from memlane.bench.scale import ScalePlan, ScaleReport, render_scale, run_scale
 
     try:
         plan = ScalePlan.build(
-            sizes=sizes, embedders=embedders, users=users, max_sizes=max_size, queries=queries, quick=quick
+            sizes=sizes,
+            embedders=embedders,
+            users=users,
+            max_sizes=max_size,
+            queries=queries,
+            quick=quick,
+            preset=preset,
         )
         command = _command("scale")
 
@@ -237,6 +246,13 @@ def bench_peers(
     queries: Annotated[int, typer.Option("--queries", help="Timed searches per speed point.")] = 200,
     embedder: EmbedderOpt = None,
     locomo: Annotated[bool, typer.Option("--locomo/--no-locomo", help="Measure LoCoMo quality too.")] = True,
+    text_form: Annotated[
+        str,
+        typer.Option(
+            "--text-form",
+            help="What every system gets for a LoCoMo turn: 'bare' text, or 'dated' ('Caroline, 8 May 2023: ...').",
+        ),
+    ] = "bare",
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results to this JSON (.gz) file.")] = None,
     quick: QuickOpt = False,
 ) -> None:
@@ -253,6 +269,7 @@ def bench_peers(
             embedder=embedder,
             quick=quick,
             locomo=locomo,
+            text_form=text_form,
         )
         command = _command("peers")
 

@@ -14,25 +14,12 @@ from memlane.enrich.entities import (
     _KIN_MENTION,
     _NOT_NAMES,
     _POSSESSIVE_KIN,
+    AliasRow,
     EntityMention,
     _strip_honorific,
     canonical,
     extract_entities,
 )
-
-
-@dataclass(frozen=True)
-class AliasRow:
-    """One row of a user's entity table: ``alias`` (a canonical key) resolves to ``target`` (a canonical name).
-
-    The entity itself has a row whose alias equals its target, carrying its ``kind`` and best ``display`` form.
-    """
-
-    alias: str
-    target: str
-    kind: str
-    display: str
-
 
 _NAMED_KIN: Final = re.compile(
     rf"\b(?P<owner>[Mm]y|[Oo]ur)\s+(?:(?:little|big|older|younger|baby|best)\s+)?(?P<kin>{_KIN})"

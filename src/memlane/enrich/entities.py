@@ -291,3 +291,16 @@ def extract_entities(text: str, speaker: str | None = None, *, known: Collection
         if not any(m.kind == "person" and canonical(m.text) == key for m in mentions):
             mentions.append(EntityMention(speaker.strip(), "person", -1, -1))
     return mentions
+
+
+@dataclass(frozen=True)
+class AliasRow:
+    """One row of a user's entity table: ``alias`` (a canonical key) resolves to ``target`` (a canonical name).
+
+    The entity itself has a row whose alias equals its target, carrying its ``kind`` and best ``display`` form.
+    """
+
+    alias: str
+    target: str
+    kind: str
+    display: str

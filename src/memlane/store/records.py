@@ -1,0 +1,52 @@
+"""Typed records that cross the store seam (no backend concepts), and the key of the embedding cache."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+ScoredIds = list[tuple[str, float]]
+
+
+def embed_hash(index_text: str) -> str:
+    """Key of the embedding cache: SHA-256 of the exact text that was embedded."""
+    return hashlib.sha256(index_text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a turn sits: its session and its place in that session."""
+
+    session_id: str | None
+    position: int
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateFacts:
+    """What the read path's dimensions need to know of one candidate memory, fetched for the whole pool at once.
+
+    ``entities`` holds those of the asked entities the memory involves, each mapped to whether the memory was
+    said by that entity (else it only mentions it).
+    """
+
+    timestamp: datetime
+    importance: float
+    session_id: str | None = None
+    position: int | None = None
+    event_start: datetime | None = None
+    event_end: datetime | None = None
+    category: str | None = None
+    intent: str | None = None
+    entities: Mapping[str, bool] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """One judgement: was this memory useful for this query."""
+
+    user_id: str
+    query: str
+    memory_id: str
+    useful: bool
