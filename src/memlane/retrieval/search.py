@@ -261,13 +261,11 @@ class Retriever:
             qvec = None
         if qvec is not None:
             signals["dense"] = dict(self._store.vector_search(user_id, qvec, n, filters))
-        lexical_all: dict[str, float] = {}
         if "lexical" in dims:
-            lexical_all = dict(self._store.text_search(user_id, plan.terms, None, filters))
-            signals["lexical"] = dict(sorted(lexical_all.items(), key=lambda kv: -kv[1])[:n])
+            signals["lexical"] = dict(self._store.text_search(user_id, plan.terms, n, filters))
         pool = list(dict.fromkeys(k for s in signals.values() for k in s))
         returnable = set(pool)
-        self._complete(signals, qvec, lexical_all, user_id, pool)
+        self._complete(signals, qvec, plan.terms, filters, user_id, pool)
         facts: dict[str, CandidateFacts] = {}
         if dims & {"context", "session"} and pool:
             # The turns around the strongest candidates join the pool: a turn can be found by the turn that
@@ -278,7 +276,7 @@ class Retriever:
             extra = [k for k in around if k not in returnable]
             returnable |= self._store.matching(user_id, extra, filters)
             pool = list(dict.fromkeys([*pool, *around]))
-            self._complete(signals, qvec, lexical_all, user_id, extra)
+            self._complete(signals, qvec, plan.terms, filters, user_id, extra)
             facts = self._facts(user_id, pool, plan, dims)
             where = {k: (f.session_id, f.position) for k, f in facts.items() if f.position is not None}
             base = self._base(signals, plan.fusion)
@@ -319,7 +317,8 @@ class Retriever:
         self,
         signals: dict[str, dict[str, float]],
         qvec: Vectors | None,
-        lexical_all: Mapping[str, float],
+        terms: Sequence[str],
+        filters: Filters,
         user_id: str,
         keys: Sequence[str],
     ) -> None:
@@ -328,7 +327,9 @@ class Retriever:
             missing = [k for k in keys if k not in signals["dense"]]
             signals["dense"].update(self._store.vector_scores(user_id, qvec, missing))
         if "lexical" in signals:
-            signals["lexical"].update({k: lexical_all.get(k, 0.0) for k in keys if k not in signals["lexical"]})
+            missing = [k for k in keys if k not in signals["lexical"]]
+            found = self._store.text_scores(user_id, terms, missing, filters) if missing else {}
+            signals["lexical"].update({k: found.get(k, 0.0) for k in missing})
 
     @staticmethod
     def _base(signals: Mapping[str, Mapping[str, float]], spec: FusionSpec) -> dict[str, float]:
