@@ -21,7 +21,8 @@ import numpy as np
 from memlane.config import Config, RetrievalPreset, save_preset
 from memlane.embedding import Embedder, make_embedder
 from memlane.embedding.base import Vectors
-from memlane.enrich.entities import AliasRow, EntityResolver
+from memlane.enrich.aliases import EntityResolver
+from memlane.enrich.entities import AliasRow
 from memlane.enrich.pipeline import Enricher
 from memlane.errors import (
     EmbedderMismatchError,

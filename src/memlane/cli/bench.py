@@ -113,6 +113,39 @@ def bench_locomo(
         err.print(f"wrote {json_out}")
 
 
+@bench_app.command("extraction")
+def bench_extraction(
+    samples: Annotated[
+        list[Path],
+        typer.Option(
+            "--samples", help="Labelled JSONL sample file(s), e.g. tests/fixtures/extraction/claims_heldout.jsonl."
+        ),
+    ],
+    min_confidence: Annotated[float, typer.Option("--min-confidence", help="The storing threshold.")] = 0.6,
+    show_misses: Annotated[bool, typer.Option("--misses", help="List false positives and negatives.")] = False,
+) -> None:
+    """Offline extractor precision, recall and claim agreement on hand-labelled turns."""
+    from memlane.bench.extraction import load_turns, score_turns
+    from memlane.extraction.offline import RuleExtractor
+
+    extractor = RuleExtractor()
+    for path in samples:
+        try:
+            score = score_turns(extractor, load_turns(path), min_confidence=min_confidence)
+        except MemlaneError as exc:
+            _fail(str(exc))
+        out.print(
+            f"{path.name}: {score.turns} turns, tp={score.tp} fp={score.fp} fn={score.fn} "
+            f"precision={score.precision:.3f} recall={score.recall:.3f} "
+            f"claim agreement={score.claims_agree}/{score.claims}",
+            highlight=False,
+        )
+        if show_misses:
+            for miss in score.misses:
+                what = f"FP {miss.text!r}" if miss.label is None else f"FN {miss.label.kind} {list(miss.label.must)}"
+                out.print(f"  {miss.turn}: {what}", highlight=False)
+
+
 @bench_app.command("ablation")
 def bench_ablation(
     data: DataOpt,
