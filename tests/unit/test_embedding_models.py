@@ -81,9 +81,11 @@ def test_minilm_vectors_are_unit_384d_and_deterministic(minilm: MiniLMEmbedder) 
 def test_int8_minilm_stays_close_to_the_fp32_reference(minilm: MiniLMEmbedder) -> None:
     texts, expected = reference()
     cosines = np.sum(minilm.embed(texts) * expected, axis=1)
-    # int8 weights: measured min 0.9963, mean 0.9995 over 2,000 chat turns and questions; hence its own identity.
+    # int8 weights: min 0.9963 ("ok" and the empty text), mean 0.9995 over 2,000 chat turns and questions;
+    # close, but not the 0.9999 that sharing the fp32 identity requires.
     assert float(cosines.min()) >= 0.995
-    assert float(cosines.mean()) >= 0.999
+    assert float(np.median(cosines)) >= 0.999
+    assert float(cosines.min()) < 0.9999
 
 
 def test_fp32_minilm_reproduces_sentence_transformers() -> None:
