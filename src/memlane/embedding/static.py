@@ -1,52 +1,77 @@
-"""``StaticEmbedder``: a model2vec static model distilled once from the bundled MiniLM, numpy-only at query time."""
+"""``StaticEmbedder``: one vector per vocabulary token, distilled once from MiniLM; a text is the mean of its tokens.
+
+The distillation is model2vec's recipe, done with memlane's own MiniLM runtime (no torch, no model2vec): every
+vocabulary token is embedded alone (``[CLS] token [SEP]``, mean pooled), optionally reduced by PCA, and weighted by
+SIF over a Zipf estimate of its frequency (token ids of a BERT vocabulary are roughly in frequency order).
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-import shutil
+import re
 import threading
 import time
 from collections.abc import Sequence
-from importlib import metadata
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from memlane.embedding._common import (
-    MINILM_DIM,
-    MINILM_NAME,
-    default_cache_dir,
-    minilm_dir,
-    minilm_identity,
-    minilm_version,
-    set_offline_env,
-)
+from memlane.embedding._common import MINILM_DIM, MINILM_NAME, default_cache_dir, int8_identity
+from memlane.embedding._minilm_runtime import Tokenizer
 from memlane.embedding.base import Vectors
-from memlane.errors import ConfigError, EmbeddingError
+from memlane.embedding.minilm import MiniLMEmbedder
+from memlane.errors import ConfigError, EmbeddingError, MemlaneError
 
 log = logging.getLogger(__name__)
 
 MAX_TOKENS = 512
+FORMAT = 2  # 1 was model2vec's distillation through torch; bump when the recipe changes
+DISTILL_BATCH = 512
+_SKIPPED = re.compile(r"^\[(unused\d+|PAD|UNK|CLS|SEP|MASK)\]$")
 
 
-def _model2vec_version() -> str:
-    try:
-        return metadata.version("model2vec")
-    except metadata.PackageNotFoundError as e:
-        raise EmbeddingError("the static embedder needs model2vec; reinstall memlane") from e
+@dataclass(frozen=True)
+class StaticTable:
+    """The distilled token vectors: row ``i`` belongs to token id ``i``; ``known[i]`` is false for skipped tokens."""
+
+    vectors: npt.NDArray[np.float32]
+    known: npt.NDArray[np.bool_]
+
+
+def distill_table(model: MiniLMEmbedder, *, pca_dims: int | None, sif_coefficient: float) -> StaticTable:
+    """Embed every vocabulary token through ``model`` and weight it: the static model's whole content."""
+    tokenizer = model.tokenizer()
+    vocab = tokenizer.vocab()
+    cls, sep = vocab["[CLS]"], vocab["[SEP]"]
+    size = tokenizer.vocab_size
+    kept = np.array(sorted(i for token, i in vocab.items() if not _SKIPPED.match(token)), dtype=np.int64)
+    pooled = model.pooled([[cls, int(i), sep] for i in kept])
+    pooled = np.nan_to_num(pooled)
+    if pca_dims is not None:
+        centred = pooled - pooled.mean(0)
+        _, eigenvectors = np.linalg.eigh(centred.T @ centred / (len(centred) - 1))
+        pooled = centred @ eigenvectors[:, ::-1][:, :pca_dims]
+    inverse_rank = 1.0 / np.arange(2, len(kept) + 2)
+    weights = sif_coefficient / (sif_coefficient + inverse_rank / inverse_rank.sum())
+    vectors = np.zeros((size, pooled.shape[1]), dtype=np.float32)
+    vectors[kept] = pooled * weights[:, None]
+    known = np.zeros(size, dtype=bool)
+    known[kept] = True
+    return StaticTable(vectors=vectors, known=known)
 
 
 class StaticEmbedder:
-    """Token vectors of the bundled MiniLM (model2vec distillation): a text is the mean of its tokens' vectors.
+    """Token vectors of the int8 MiniLM: a text is the mean of its tokens' vectors. numpy-only at query time.
 
-    The first use distills the model (about 20 s on two cores, torch on CPU, offline) into ``cache_dir``;
-    later loads read it from there and need only numpy and tokenizers (thousands of texts per second,
-    sub-millisecond queries). Much weaker than MiniLM on paraphrases, but word-overlap retrieval is strong.
+    The first use distils the table into ``cache_dir`` (seconds on two cores: 30k three-token inputs through
+    onnxruntime); later loads read one ``.npy`` file. Much weaker than MiniLM on paraphrases, but word-overlap
+    retrieval is strong, and embedding costs microseconds.
 
-    ``pca_dims=None`` (default) keeps all 384 dimensions; on LoCoMo turns it retrieved better than PCA to
-    256 or 128. ``sif_coefficient`` down-weights frequent tokens (model2vec's default).
+    ``pca_dims=None`` (default) keeps all 384 dimensions. ``sif_coefficient`` down-weights frequent tokens.
     """
 
     def __init__(
@@ -60,7 +85,7 @@ class StaticEmbedder:
         self._pca_dims = pca_dims
         self._sif = sif_coefficient
         self._lock = threading.Lock()
-        self._model: Any = None
+        self._loaded: tuple[Tokenizer, StaticTable] | None = None
 
     def __repr__(self) -> str:
         return f"StaticEmbedder(pca_dims={self._pca_dims}, path={str(self.path)!r})"
@@ -68,11 +93,11 @@ class StaticEmbedder:
     @property
     def _params(self) -> str:
         pca = f"pca{self._pca_dims}" if self._pca_dims is not None else "nopca"
-        return f"{pca}-sif{self._sif:g}-model2vec{_model2vec_version()}"
+        return f"{pca}-sif{self._sif:g}-v{FORMAT}"
 
     @property
     def identity(self) -> str:
-        return f"static-distilled({minilm_identity()})/{self._params}"
+        return f"static-distilled({int8_identity()})/{self._params}"
 
     @property
     def dim(self) -> int:
@@ -80,12 +105,12 @@ class StaticEmbedder:
 
     @property
     def path(self) -> Path:
-        """Directory holding the distilled model (``model.safetensors``, ``tokenizer.json``, ``config.json``)."""
-        return self._cache_dir / f"static-{MINILM_NAME}-{minilm_version()}-{self._params}"
+        """The distilled table (``.npy``: a row per token id, its vector then a 0/1 flag for tokens in use)."""
+        return self._cache_dir / f"static-{MINILM_NAME}-int8-{self._params}.npy"
 
     def load(self) -> None:
         """Load (distilling first if needed) now instead of at the first embedding call."""
-        self._get_model()
+        self._model()
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed documents: an ``(len(texts), dim)`` float32 array of unit rows."""
@@ -95,12 +120,16 @@ class StaticEmbedder:
                 raise EmbeddingError(f"embed() takes strings, got {type(text).__name__}")
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        model = self._get_model()
-        try:
-            raw = model.encode(texts, max_length=MAX_TOKENS, use_multiprocessing=False, normalize=False)
-        except Exception as e:
-            raise EmbeddingError(f"static model at {self.path} failed to encode: {e}") from e
-        out = np.asarray(raw, dtype=np.float32)
+        tokenizer, table = self._model()
+        ids = [np.asarray(t, dtype=np.int64) for t in tokenizer.encode(texts, special_tokens=False)]
+        ids = [t[table.known[t]] for t in ids]
+        lengths = np.array([len(t) for t in ids])
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        present = lengths > 0
+        if present.any():
+            flat = np.concatenate([t for t in ids if len(t)])
+            starts = np.concatenate([[0], np.cumsum(lengths[present])[:-1]])
+            out[present] = np.add.reduceat(table.vectors[flat], starts, axis=0) / lengths[present, None]
         norms = np.linalg.norm(out, axis=1)
         empty = ~np.isfinite(norms) | (norms == 0)  # no known token (e.g. an empty text): a fixed unit vector
         out[empty] = 0.0
@@ -114,47 +143,44 @@ class StaticEmbedder:
         return vector
 
     # -- loading -----------------------------------------------------------------------------------------------
-    def _get_model(self) -> Any:
-        model = self._model
-        if model is None:
+    def _model(self) -> tuple[Tokenizer, StaticTable]:
+        loaded = self._loaded
+        if loaded is None:
             with self._lock:
-                if self._model is None:
-                    self._model = self._load()
-                model = self._model
-        return model
+                if self._loaded is None:
+                    self._loaded = (Tokenizer(MAX_TOKENS), self._table())
+                loaded = self._loaded
+        return loaded
 
-    def _load(self) -> Any:
-        if not (self.path / "model.safetensors").is_file():
+    def _table(self) -> StaticTable:
+        if not self.path.is_file():
             self._distill()
         try:
-            from model2vec import StaticModel
-
-            return StaticModel.from_pretrained(self.path, quantize_to="float32")  # f32 means: faster and exact
-        except Exception as e:
-            raise EmbeddingError(f"could not load the static model from {self.path}: {e}") from e
+            stored = np.load(self.path, allow_pickle=False)
+            table = StaticTable(vectors=np.ascontiguousarray(stored[:, :-1], dtype=np.float32), known=stored[:, -1] > 0)
+        except (OSError, ValueError) as e:
+            raise EmbeddingError(f"could not load the static model from {self.path}: {e}; delete it to rebuild") from e
+        if table.vectors.shape[1] != self.dim:
+            raise EmbeddingError(f"{self.path} holds {table.vectors.shape[1]}-d vectors, expected {self.dim}")
+        return table
 
     def _distill(self) -> None:
-        """Distill from the bundled MiniLM into a temporary directory, then move it into place atomically."""
-        set_offline_env()
-        source = minilm_dir()
-        try:
-            from model2vec.distill import distill
-        except ImportError as e:
-            raise EmbeddingError(f"distilling the static model needs model2vec's distill dependencies: {e}") from e
-        self._cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = self._cache_dir / f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
+        """Distil with the default MiniLM into a temporary file, then move it into place atomically."""
         started = time.perf_counter()
         log.info("distilling a static model from %s into %s (once)", MINILM_NAME, self.path)
+        self._cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp.npy")
         try:
-            model = distill(str(source), pca_dims=self._pca_dims, sif_coefficient=self._sif, device="cpu")
-            model.save_pretrained(tmp)
-            try:
-                tmp.rename(self.path)
-            except OSError:
-                if not (self.path / "model.safetensors").is_file():  # not just "another process won the race"
-                    raise
+            model = MiniLMEmbedder(batch_size=DISTILL_BATCH)
+            table = distill_table(model, pca_dims=self._pca_dims, sif_coefficient=self._sif)
+            np.save(tmp, np.hstack([table.vectors, table.known.astype(np.float32)[:, None]]), allow_pickle=False)
+            os.replace(tmp, self.path)
+        except MemlaneError:
+            raise
         except Exception as e:
             raise EmbeddingError(f"could not distill the static model into {self.path}: {e}") from e
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        log.info("distilled the static model in %.1f s", time.perf_counter() - started)
+            tmp.unlink(missing_ok=True)
+        seconds = time.perf_counter() - started
+        self.path.with_suffix(".json").write_text(json.dumps({"source": int8_identity(), "seconds": seconds}))
+        log.info("distilled the static model in %.1f s", seconds)
