@@ -45,6 +45,8 @@ def test_migrations_are_recorded_and_reopen_is_idempotent(tmp_path: Path, config
             "0004_lifecycle",
             "0005_fts_context",
             "0006_fts_context_refresh",
+            "0007_vector_log",
+            "0008_job_leases",
         ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 

@@ -1,4 +1,4 @@
-"""``memlane bench``: retrieval quality (LoCoMo), scale, peers, and the report built from their JSON results."""
+"""``memlane bench``: retrieval quality (LoCoMo, MemoryBank, dialogue queries), scale, peers, and the report."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -15,6 +15,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from memlane.config import PRESETS
 from memlane.errors import MemlaneError
+
+if TYPE_CHECKING:
+    from memlane.bench.labelled import LabelledSet
 
 bench_app = typer.Typer(help="Measure retrieval quality and speed, and build docs/benchmarks.md.", no_args_is_help=True)
 
@@ -110,6 +113,39 @@ def bench_locomo(
         err.print(f"wrote {json_out}")
 
 
+@bench_app.command("extraction")
+def bench_extraction(
+    samples: Annotated[
+        list[Path],
+        typer.Option(
+            "--samples", help="Labelled JSONL sample file(s), e.g. tests/fixtures/extraction/claims_heldout.jsonl."
+        ),
+    ],
+    min_confidence: Annotated[float, typer.Option("--min-confidence", help="The storing threshold.")] = 0.6,
+    show_misses: Annotated[bool, typer.Option("--misses", help="List false positives and negatives.")] = False,
+) -> None:
+    """Offline extractor precision, recall and claim agreement on hand-labelled turns."""
+    from memlane.bench.extraction import load_turns, score_turns
+    from memlane.extraction.offline import RuleExtractor
+
+    extractor = RuleExtractor()
+    for path in samples:
+        try:
+            score = score_turns(extractor, load_turns(path), min_confidence=min_confidence)
+        except MemlaneError as exc:
+            _fail(str(exc))
+        out.print(
+            f"{path.name}: {score.turns} turns, tp={score.tp} fp={score.fp} fn={score.fn} "
+            f"precision={score.precision:.3f} recall={score.recall:.3f} "
+            f"claim agreement={score.claims_agree}/{score.claims}",
+            highlight=False,
+        )
+        if show_misses:
+            for miss in score.misses:
+                what = f"FP {miss.text!r}" if miss.label is None else f"FN {miss.label.kind} {list(miss.label.must)}"
+                out.print(f"  {miss.turn}: {what}", highlight=False)
+
+
 @bench_app.command("ablation")
 def bench_ablation(
     data: DataOpt,
@@ -155,16 +191,25 @@ def bench_scale(
         list[int] | None, typer.Option("--users", help="User scopes the corpus is spread over. Default: 1 and 1000.")
     ] = None,
     queries: Annotated[int, typer.Option("--queries", help="Timed searches per point.")] = 200,
+    preset: Annotated[
+        str | None, typer.Option("--preset", help="Retrieval preset searched with. Default: the configured default.")
+    ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results to this JSON file.")] = None,
     quick: QuickOpt = False,
 ) -> None:
-    """Ingest items/s, search p50/p95/p99, peak RSS and size on disk against corpus size and user spread."""
+    """Ingest items/s, search p50/p95/p99 (alone, and right after an add), peak RSS and disk against size and users."""
     from memlane.bench.locomo import write_json
     from memlane.bench.scale import ScalePlan, ScaleReport, render_scale, run_scale
 
     try:
         plan = ScalePlan.build(
-            sizes=sizes, embedders=embedders, users=users, max_sizes=max_size, queries=queries, quick=quick
+            sizes=sizes,
+            embedders=embedders,
+            users=users,
+            max_sizes=max_size,
+            queries=queries,
+            quick=quick,
+            preset=preset,
         )
         command = _command("scale")
 
@@ -181,6 +226,57 @@ def bench_scale(
     out.print(render_scale(report), highlight=False)
     if json_out is not None:
         write_json(report, json_out)
+        err.print(f"wrote {json_out}")
+
+
+@bench_app.command("ann")
+def bench_ann(
+    data: DataOpt,
+    memorybank: Annotated[
+        Path | None, typer.Option("--memorybank", help="MemoryBank folder (../shared/data/memorybank) for more text.")
+    ] = None,
+    sizes: Annotated[
+        list[int] | None, typer.Option("--size", help="Corpus sizes, repeatable. Default: 10k, 100k, 1M.")
+    ] = None,
+    embedder: Annotated[str, typer.Option("--embedder", help="Embedder of corpus and queries.")] = "static",
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="Candidates whose name starts with this, repeatable.")
+    ] = None,
+    ef: Annotated[list[int] | None, typer.Option("--ef", help="HNSW ef_search values, repeatable.")] = None,
+    m: Annotated[int, typer.Option("--m", help="HNSW connectivity (M).")] = 32,
+    ef_construction: Annotated[int, typer.Option("--ef-construction", help="HNSW ef_construction.")] = 200,
+    queries: Annotated[int, typer.Option("--queries", help="Timed searches per point.")] = 200,
+    cache: Annotated[
+        Path, typer.Option("--cache", help="Folder for the embedded corpus (.npy, ~1.5 GB at 1M, 384-d).")
+    ] = Path("bench-cache"),
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the rows to this JSON file.")] = None,
+) -> None:
+    """Vector-index candidates: recall@10 against exact search, latency, insert/remove cost, files, filters."""
+    import json
+
+    from memlane.bench.ann import markdown, run
+
+    try:
+        with tracking() as tracker:
+            rows = run(
+                data,
+                memorybank,
+                sizes or (10_000, 100_000, 1_000_000),
+                n_queries=queries,
+                embedder=embedder,
+                cache=cache,
+                only=only,
+                efs=tuple(ef or (64, 128, 256, 512)),
+                m=m,
+                ef_c=ef_construction,
+                tracker=tracker,
+            )
+    except MemlaneError as exc:
+        _fail(str(exc))
+    out.print(markdown(rows), highlight=False)
+    if json_out is not None:
+        payload = {"command": _command("ann"), "rows": [r.model_dump() for r in rows]}
+        json_out.write_text(json.dumps(payload, indent=1), encoding="utf-8")
         err.print(f"wrote {json_out}")
 
 
@@ -204,6 +300,13 @@ def bench_peers(
     queries: Annotated[int, typer.Option("--queries", help="Timed searches per speed point.")] = 200,
     embedder: EmbedderOpt = None,
     locomo: Annotated[bool, typer.Option("--locomo/--no-locomo", help="Measure LoCoMo quality too.")] = True,
+    text_form: Annotated[
+        str,
+        typer.Option(
+            "--text-form",
+            help="What every system gets for a LoCoMo turn: 'bare' text, or 'dated' ('Caroline, 8 May 2023: ...').",
+        ),
+    ] = "bare",
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results to this JSON (.gz) file.")] = None,
     quick: QuickOpt = False,
 ) -> None:
@@ -220,6 +323,7 @@ def bench_peers(
             embedder=embedder,
             quick=quick,
             locomo=locomo,
+            text_form=text_form,
         )
         command = _command("peers")
 
@@ -256,3 +360,104 @@ def bench_report(
         _fail(str(exc))
     for path in written:
         err.print(f"wrote {path}")
+
+
+ConfigsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--config",
+        "--preset",
+        help=f"Retrieval preset(s) to measure, repeatable ({', '.join(PRESETS)}, default). Default: all.",
+    ),
+]
+SetSplitOpt = Annotated[
+    str,
+    typer.Option("--split", help="all (scores per split and together), tune, or holdout (the one to report)."),
+]
+JsonOpt = Annotated[Path | None, typer.Option("--json", help="Write all results to this JSON (.gz) file.")]
+
+
+def _run_labelled(
+    name: str,
+    evalset: LabelledSet,
+    config_names: list[str] | None,
+    split: str,
+    embedder: str | None,
+    json_out: Path | None,
+) -> None:
+    """Run one labelled set, print its report and write its JSON."""
+    from memlane.bench.labelled import render_set_report, run_set
+    from memlane.bench.locomo import write_json
+
+    try:
+        with tracking() as tracker:
+            report = run_set(evalset, presets=config_names, split=split, embedder=embedder, tracker=tracker)
+    except MemlaneError as exc:
+        _fail(str(exc))
+    report.command = _command(name)
+    out.print(render_set_report(report), highlight=False)
+    if json_out is not None:
+        write_json(report, json_out)
+        err.print(f"wrote {json_out}")
+
+
+@bench_app.command("memorybank")
+def bench_memorybank(
+    data: Annotated[
+        Path | None,
+        typer.Option("--data", help="MemoryBank folder (../shared/data/memorybank). Default: the bundled copy."),
+    ] = None,
+    config_names: ConfigsOpt = None,
+    split: SetSplitOpt = "all",
+    embedder: EmbedderOpt = None,
+    json_out: JsonOpt = None,
+    quick: QuickOpt = False,
+) -> None:
+    """MemoryBank's 100 probing questions, labelled with the turns that answer them, searched per user."""
+    from memlane.bench.memorybank import load_memorybank
+
+    try:
+        evalset = load_memorybank(data)
+    except MemlaneError as exc:
+        _fail(str(exc))
+    if quick:
+        evalset = evalset.first_scopes(1)
+    _run_labelled("memorybank", evalset, config_names, split, embedder, json_out)
+
+
+@bench_app.command("dialogue")
+def bench_dialogue(
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data", help="LoCoMo JSON file for the derived set (e.g. ../shared/data/locomo/locomo_dev.json)."
+        ),
+    ] = None,
+    which: Annotated[
+        str, typer.Option("--set", help="locomo (derived at run time from --data) or original (bundled).")
+    ] = "locomo",
+    config_names: ConfigsOpt = None,
+    split: SetSplitOpt = "all",
+    embedder: EmbedderOpt = None,
+    json_out: JsonOpt = None,
+    quick: QuickOpt = False,
+) -> None:
+    """Dialogue excerpts as queries over dated event descriptions, searched per conversation or person."""
+    from memlane.bench.dialogue import load_dialogue_locomo
+
+    try:
+        if which == "locomo":
+            if data is None:
+                _fail("--set locomo needs --data, the LoCoMo JSON file")
+            evalset = load_dialogue_locomo(data)
+        elif which == "original":
+            from memlane.bench.dialogue_original import load_dialogue_original
+
+            evalset = load_dialogue_original()
+        else:
+            _fail(f"unknown --set {which!r}; choose locomo or original")
+    except MemlaneError as exc:
+        _fail(str(exc))
+    if quick:
+        evalset = evalset.first_scopes(1, max_queries=25)
+    _run_labelled("dialogue", evalset, config_names, split, embedder, json_out)

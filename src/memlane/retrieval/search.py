@@ -11,13 +11,14 @@ from typing import Protocol
 
 from memlane.config import RetrievalPreset
 from memlane.embedding.base import Embedder, Vectors
+from memlane.enrich.aliases import EntityResolver, relation_of
 from memlane.enrich.entities import canonical
 from memlane.enrich.pipeline import Enricher
 from memlane.enrich.temporal import TimeSpan
 from memlane.models import Filters, Hit
 from memlane.retrieval.context import context_scores, session_scores
 from memlane.retrieval.fusion import Fused, FusionSpec, fuse, normalize
-from memlane.retrieval.query import QueryFeatures, analyse_query
+from memlane.retrieval.query import QueryFeatures, analyse_query, resolve_relations
 from memlane.store.base import CandidateIndex, EntityIndex, RecordReader, TextIndex, VectorIndex
 from memlane.store.records import CandidateFacts
 
@@ -66,8 +67,15 @@ class Planner:
     """Turns query features and a preset into a ``QueryPlan``: a dimension the query gives no evidence for is off."""
 
     def plan(
-        self, features: QueryFeatures, preset: RetrievalPreset, entities: Sequence[str], speakers: Sequence[str] = ()
+        self,
+        features: QueryFeatures,
+        preset: RetrievalPreset,
+        entities: Sequence[str],
+        speakers: Sequence[str] = (),
+        *,
+        via: Mapping[str, str] | None = None,
     ) -> QueryPlan:
+        """The plan; ``via`` maps an entity to the query's words that named it ("anna" -> "my sister")."""
         spec = preset.fusion
         weights = dict(spec.weights)
         triggers: dict[str, str] = {}
@@ -82,7 +90,10 @@ class Planner:
                 triggers["lexical"] += f"; exact-match terms {shown}: keyword weight x{preset.keyword_boost:g}"
         if "entity" in weights:
             if entities:
-                triggers["entity"] = "the query names " + ", ".join(repr(e) for e in entities)
+                named = via or {}
+                triggers["entity"] = "the query names " + ", ".join(
+                    f"{e!r} (as {named[e]!r})" if e in named else repr(e) for e in entities
+                )
             else:
                 weights["entity"] = 0.0
         if "context" in weights:
@@ -198,9 +209,16 @@ class Retriever:
         features = analyse_query(query, now, known_entities=known)
         entities: list[str] = []
         speakers: list[str] = []
+        via: dict[str, str] = {}
         if "entity" in weights:
             keys = list(dict.fromkeys([*features.entity_keys, *known]))
             aliases = self._store.resolve_aliases(user_id, keys)
+            if any(relation_of(m.text) for m in features.entities):  # "my sister": whose, through the alias table
+                resolver = EntityResolver.from_rows(self._store.entity_aliases(user_id))
+                for phrase, target in resolve_relations(features, resolver).items():
+                    aliases[phrase] = target
+                    if target != phrase:
+                        via.setdefault(target, phrase)
             entities = self._store.known_entities(user_id, [aliases.get(k, k) for k in keys])
             speakers = self._store.speakers(user_id, [k for k in keys if aliases.get(k, k) in entities])
         if qvec is not None and ("category" in weights or "intent" in weights):
@@ -210,7 +228,7 @@ class Retriever:
                 category=category if c_score >= preset.label_confidence else None,
                 intent=intent if i_score >= preset.label_confidence else None,
             )
-        return self._planner.plan(features, preset, entities, speakers)
+        return self._planner.plan(features, preset, entities, speakers, via={e: via[e] for e in entities if e in via})
 
     def plan_and_embed(
         self, query: str, user_id: str, preset: RetrievalPreset, now: datetime

@@ -11,11 +11,11 @@ import numpy as np
 
 from memlane.errors import NotFoundError
 from memlane.models import ArchivedMemory, HistoryEvent, MemoryItem
+from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database
 from memlane.store.sqlite.history import log_event
 from memlane.store.sqlite.rows import COLUMNS, from_micros, row_to_item, to_micros
 from memlane.store.sqlite.text import drop_entry, refresh_next_context, turn_of
-from memlane.store.sqlite.vectors import MatrixCache
 from memlane.store.sqlite.writes import insert_row, remove_row
 
 _QUALIFIED: Final = ", ".join(f"m.{c.strip()}" for c in COLUMNS.split(","))
@@ -25,7 +25,7 @@ class SQLiteArchive:
     """Eviction to the archive (or destruction), listing and restore."""
 
     _db: Database
-    _cache: MatrixCache
+    _cache: AnnIndexes
 
     def evict(self, user_id: str, memory_ids: Sequence[str], at: datetime, *, hard: bool = False) -> int:
         """Move memories out of every index into the archive (or destroy them when ``hard``), logging EVICT."""
@@ -58,6 +58,8 @@ class SQLiteArchive:
                 moved.append(pk)
             versions = self._db.bump(c, user_id)
         self._cache.advance(user_id, *versions, remove=moved)
+        if moved:
+            self._cache.erased(user_id)  # archived vectors live in the archive table only
         return len(moved)
 
     def archived(self, user_id: str, limit: int, offset: int) -> builtins.list[ArchivedMemory]:
