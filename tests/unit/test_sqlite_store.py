@@ -232,3 +232,38 @@ def test_top_k_bm25_and_completion_equal_full_scoring(tmp_path: Path, config: Co
                 chosen = rng.sample(ids, 60)
                 expected = {r[0]: r[1] for r in rows if r[0] in set(chosen)}
                 assert store.text_scores("u", terms, chosen, filters) == expected
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """Each memlane module and the memlane modules it imports (in function bodies too)."""
+    import ast
+
+    import memlane
+
+    root = Path(memlane.__file__).parent.parent
+    found: dict[str, set[str]] = {}
+    for path in (root / "memlane").rglob("*.py"):
+        name = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):  # lazy imports too
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("memlane"):
+                deps |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+            elif isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names if a.name.startswith("memlane")}
+        found[name] = deps
+    return {m: {d for d in deps if d in found and d != m} for m, deps in found.items()}
+
+
+def test_no_import_cycle_and_no_backend_outside_the_store_package() -> None:
+    graph = _module_imports()
+    for start in graph:
+        stack = [(start, [start])]
+        while stack:
+            node, path = stack.pop()
+            for dep in graph[node]:
+                assert dep != start, f"import cycle: {' -> '.join([*path, dep])}"
+                if dep not in path:
+                    stack.append((dep, [*path, dep]))
+    for module, deps in graph.items():
+        if not module.startswith("memlane.store"):
+            assert not {d for d in deps if d.startswith("memlane.store.sqlite")}, module

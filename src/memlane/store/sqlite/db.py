@@ -134,13 +134,19 @@ class Database:
                         c.execute("ROLLBACK")
                     raise translate(exc, self.path) from exc
 
-    def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """All rows of one query."""
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection for reads outside a transaction, under the lock, with driver errors translated."""
         with self.lock:
             try:
-                return self.conn.execute(sql, params).fetchall()
+                yield self.conn
             except sqlite3.Error as exc:
                 raise translate(exc, self.path) from exc
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """All rows of one query."""
+        with self.reading() as c:
+            return c.execute(sql, params).fetchall()
 
     def read_in(
         self, sql: str, values: Iterable[Any], before: Sequence[Any] = (), after: Sequence[Any] = ()

@@ -5,10 +5,10 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable
 
+import memlane.store.sqlite.jobs as jobs_sql
 from memlane.errors import NotFoundError
 from memlane.models import Job, JobState, utcnow
 from memlane.store.outcome import JobClaim, JobOutcome
-from memlane.store.sqlite import jobs as jobs_sql
 from memlane.store.sqlite.db import Database
 from memlane.store.sqlite.rows import to_micros
 
@@ -51,19 +51,19 @@ class SQLiteJobQueue:
             jobs_sql.finish(c, outcome, to_micros(utcnow()))
 
     def job(self, user_id: str, job_id: str) -> Job:
-        with self._db.lock:
-            found = jobs_sql.get(self._db.conn, user_id, job_id)
+        with self._db.reading() as c:
+            found = jobs_sql.get(c, user_id, job_id)
         if found is None:
             raise NotFoundError(f"no job {job_id!r} for user {user_id!r}")
         return found
 
     def jobs(self, user_id: str | None, state: JobState | None = None, limit: int = 1000) -> builtins.list[Job]:
-        with self._db.lock:
-            return jobs_sql.select(self._db.conn, user_id, state, limit)
+        with self._db.reading() as c:
+            return jobs_sql.select(c, user_id, state, limit)
 
     def pending_jobs(self) -> int:
-        with self._db.lock:
-            return jobs_sql.pending(self._db.conn)
+        with self._db.reading() as c:
+            return jobs_sql.pending(c)
 
     def requeue_jobs(self, states: tuple[JobState, ...], user_id: str | None = None) -> int:
         with self._db.atomic() as c:

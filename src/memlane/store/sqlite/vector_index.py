@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+import memlane.store.sqlite.reindex as reindex_sql
 from memlane.embedding.base import Vectors
 from memlane.models import Filters, MemoryItem
-from memlane.store.sqlite import reindex as reindex_sql
 from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database
 from memlane.store.sqlite.reads import superseded
@@ -81,8 +81,8 @@ class SQLiteVectorIndex:
             reindex_sql.begin(c, identity, dim)
 
     def reindex_pending(self, after: str | None, limit: int) -> builtins.list[MemoryItem]:
-        with self._db.lock:
-            return reindex_sql.pending(self._db.conn, after, limit)
+        with self._db.reading() as c:
+            return reindex_sql.pending(c, after, limit)
 
     def reindex_stage(self, vectors: Mapping[str, Vectors], identity: str, dim: int, *, final: bool) -> bool:
         blobs = {mid: np.ascontiguousarray(v, dtype=np.float32).reshape(-1).tobytes() for mid, v in vectors.items()}

@@ -11,13 +11,13 @@ from typing import Any, Final
 
 import numpy as np
 
+import memlane.store.sqlite.jobs as jobs_sql
 from memlane.embedding.base import Vectors
 from memlane.enrich.entities import AliasRow
 from memlane.errors import NotFoundError, StoreError
 from memlane.models import HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKind, utcnow
 from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.records import embed_hash
-from memlane.store.sqlite import jobs as jobs_sql
 from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database, marks
 from memlane.store.sqlite.entities import write_aliases, write_entities
