@@ -140,9 +140,12 @@ class AnnIndexes:
         add: tuple[Sequence[int], Sequence[str], Vectors] | None = None,
         remove: Sequence[int] = (),
     ) -> None:
-        """Bring an open index up to the commit just made (the log holds the change; the arguments are not needed)."""
+        """Bring an open index up to the commit just made (the log holds the change; the arguments are not needed).
+
+        Inside an enclosing transaction nothing is applied: it may still roll back, and the next search catches up.
+        """
         with self._lock:
-            if user_id in self._open:
+            if user_id in self._open and not self._db.conn.in_transaction:
                 self.get(user_id)
 
     def drop(self, user_id: str | None = None) -> None:
