@@ -12,6 +12,7 @@ databases keep their indexes in memory only.
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -20,8 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from memlane.embedding.base import Vectors
+from memlane.errors import StoreError
 from memlane.store.ann import Batch, Change, VectorIndex, open_index
 from memlane.store.sqlite.db import Database
+
+log = logging.getLogger(__name__)
 
 #: Rows per snapshot batch when an index is built from the ``vectors`` table.
 SNAPSHOT_BATCH = 50_000
@@ -117,7 +121,10 @@ class AnnIndexes:
                     held.apply(changes)
                     self._maybe_save(feed, held)
                     return held
-            index, _ = open_index(feed, dim, identity, folder=self._folder(user_id))
+            index, report = open_index(feed, dim, identity, folder=self._folder(user_id), save=False)
+            if report.action != "loaded":
+                log.info("vector index of one user in %s %s: %s", self._db.path, report.action, report.reason)
+                self._save(feed, index)
             self._open[user_id] = index
             return index
 
@@ -126,7 +133,12 @@ class AnnIndexes:
             self._save(feed, index)
 
     def _save(self, feed: SQLiteFeed, index: VectorIndex) -> None:
-        meta = index.save()
+        """Save and prune the log; a folder that cannot be written leaves the index in memory (searches go on)."""
+        try:
+            meta = index.save()
+        except StoreError as e:
+            log.warning("%s; the vector index stays in memory and is rebuilt or replayed on the next open", e)
+            return
         if meta is not None:
             feed.prune(meta.applied_seq)
 
