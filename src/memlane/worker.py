@@ -1,32 +1,54 @@
-"""``JobWorker``: one in-process thread that drains the store's durable job table."""
+"""``JobWorker``: one in-process thread that drains the store's durable job table under leases."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable
 
+from memlane.errors import MemlaneError
+from memlane.lifecycle.locks import Leases
 from memlane.models import Job, JobState
 from memlane.store.base import JobQueue
-from memlane.store.outcome import JobOutcome
+from memlane.store.outcome import JobFencedError, JobOutcome
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Job], None]
 
 
-class JobWorker:
-    """Claims queued jobs oldest first and runs ``handler`` on each, on a daemon thread (or inline on request).
-
-    The handler records the job's outcome itself (in the same transaction as its results); an exception that
-    escapes it marks the job failed with the error, for a retry. Jobs left running by a crash are queued again
-    by ``recover`` when a store is opened.
+class JobDeferred(MemlaneError):
+    """Raised by a handler that cannot run a job in this process (say, another embedder is configured): the job
+    goes back to the queue untouched, for a process that can.
     """
 
-    def __init__(self, store: JobQueue, handler: Handler, *, background: bool = True, poll: float = 1.0) -> None:
+
+class JobWorker:
+    """Claims runnable jobs oldest first and runs ``handler`` on each, on a daemon thread (or inline on request).
+
+    A job is claimed with a lease that ``leases`` renews while it runs, so no other process runs it meanwhile;
+    a job whose process died is claimed again once its lease lapses. The handler records the job's outcome
+    itself (in the same transaction as its results, refused if the job was cancelled or its lease lost); an
+    exception that escapes it marks the job failed with the error, for a retry. While ``ready`` is false
+    nothing is claimed.
+    """
+
+    def __init__(
+        self,
+        store: JobQueue,
+        handler: Handler,
+        *,
+        leases: Leases,
+        ready: Callable[[], bool] = lambda: True,
+        background: bool = True,
+        poll: float = 1.0,
+    ) -> None:
         self._store = store
         self._handler = handler
+        self._leases = leases
+        self._ready = ready
         self._background = background
         self._poll = poll
         self._wake = threading.Event()
@@ -40,11 +62,12 @@ class JobWorker:
         return self._background
 
     def recover(self) -> int:
-        """Queue again the jobs a crashed process left running; start the thread if anything is pending."""
-        n = self._store.requeue_jobs((JobState.RUNNING,))
+        """Start the thread if any job is pending (jobs of dead processes are claimed when their leases lapse).
+
+        Returns how many jobs are queued or running.
+        """
+        n = self._store.pending_jobs()
         if n:
-            log.info("re-queued %d job(s) left running by an earlier process", n)
-        if self._store.pending_jobs():
             self.notify()
         return n
 
@@ -59,41 +82,43 @@ class JobWorker:
         self._wake.set()
 
     def run_pending(self) -> int:
-        """Run queued jobs in the calling thread until none is left; returns how many ran."""
+        """Run runnable jobs in the calling thread until none is left; returns how many ran."""
         n = 0
         while not self._stop.is_set() and self._run_one():
             n += 1
         return n
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Block until no job is queued or running (running them inline without a thread); False on timeout."""
-        if not self._background:
-            self.run_pending()
-            return self._store.pending_jobs() == 0
+        """Block until no job is queued or running (here or in another process); False on timeout, or at once
+        when this process may not run the jobs left (``ready`` is false).
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         self.notify()
-        while self._store.pending_jobs():
-            if deadline is not None and time.monotonic() >= deadline:
+        while True:
+            if not self._background:
+                self.run_pending()
+            if not self._store.pending_jobs():
+                return True
+            if not self._ready() or (deadline is not None and time.monotonic() >= deadline):
                 return False
             time.sleep(0.02)
-        return True
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Stop after the job in hand; a job still running at ``timeout`` is re-queued at the next open."""
+        """Stop after the job in hand; a job still running at ``timeout`` is claimed again once its lease lapses."""
         self._stop.set()
         self._wake.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
             if thread.is_alive():
-                log.warning("the job worker did not stop within %.0f s; its job resumes at the next open", timeout)
+                log.warning("the job worker did not stop within %.0f s; its job resumes when its lease lapses", timeout)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
                 ran = self._run_one()
-            except Exception:  # the store failed: back off and try again
-                log.exception("job worker could not claim a job")
+            except Exception as exc:  # the store failed: back off and try again
+                log.warning("job worker could not claim a job: %s", exc)
                 ran = False
             if not ran:
                 self._wake.wait(self._poll)
@@ -101,14 +126,31 @@ class JobWorker:
 
     def _run_one(self) -> bool:
         with self._busy:
-            if self._stop.is_set():
+            if self._stop.is_set() or not self._ready():
                 return False
-            job = self._store.claim_job()
+            job = self._leases.claim_job()
             if job is None:
                 return False
             try:
                 self._handler(job)
+            except JobDeferred as why:
+                log.info("job %s deferred: %s", job.id, why)
+                self._store.release_job(job.id, self._leases.owner)
+                return False
+            except JobFencedError as why:  # cancelled, lease lost, or a source deleted: nothing was written
+                log.info("job %s was fenced: %s", job.id, why)
+                self._store.release_job(job.id, self._leases.owner)
             except Exception as exc:
-                log.exception("job %s failed", job.id)
-                self._store.finish_job(JobOutcome(job.id, JobState.FAILED, f"{type(exc).__name__}: {exc}"))
+                # An expected failure (a MemlaneError: LLM down, embedder mismatch, ...) is one line; the
+                # traceback is kept for debugging. Anything else is a bug and is logged whole.
+                if isinstance(exc, MemlaneError):
+                    log.warning("job %s failed: %s: %s", job.id, type(exc).__name__, exc)
+                    log.debug("job %s failure traceback", job.id, exc_info=True)
+                else:
+                    log.exception("job %s failed", job.id)
+                error = f"{type(exc).__name__}: {exc}"
+                with contextlib.suppress(JobFencedError):
+                    self._store.finish_job(JobOutcome(job.id, JobState.FAILED, error, owner=self._leases.owner))
+            finally:
+                self._leases.drop(job.id)
             return True

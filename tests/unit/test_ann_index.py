@@ -12,7 +12,7 @@ import pytest
 
 from memlane.errors import ValidationError
 from memlane.store.ann import Batch, Change, IndexSettings, VectorIndex, open_index
-from memlane.store.ann.files import META
+from memlane.store.ann.files import LOCK, META
 
 DIM = 24
 
@@ -192,7 +192,7 @@ def test_save_and_load_round_trip(tmp_path: Path, n: int) -> None:
     index.remove([1], seq=42)
     index.save()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [META, json.loads((tmp_path / META).read_text())["data_file"]]
+        [META, LOCK, json.loads((tmp_path / META).read_text())["data_file"]]
     )
 
 
@@ -255,3 +255,19 @@ def test_in_memory_index_has_no_files() -> None:
     feed.write({5: unit_rows(1)[0]})
     index, report = open_index(feed, DIM, "m", folder=None)
     assert report.action == "rebuilt" and len(index) == 1 and index.save() is None
+
+
+def test_a_saved_graph_keeps_no_bytes_of_a_removed_vector(tmp_path: Path) -> None:
+    # usearch leaves a removed vector's bytes in its slot; a save must compact them away (erasure on disk).
+    n = 600
+    x = unit_rows(n)
+    index = VectorIndex(DIM, "model-a", SMALL, folder=tmp_path)
+    index.add(range(n), x)
+    assert index.kind == "hnsw"
+    gone = x[7].astype(np.float32).tobytes()
+    meta = index.save()
+    assert meta is not None and gone in (tmp_path / meta.data_file).read_bytes()
+    index.remove([7])
+    meta = index.save()
+    assert meta is not None and gone not in (tmp_path / meta.data_file).read_bytes()
+    assert 7 not in index and len(index) == n - 1

@@ -12,6 +12,7 @@ from memlane import Config, JobState, JobTimeoutError, Memory, MemoryKind
 from memlane.config import Config as _Config
 from memlane.embedding.fake import HashEmbedder
 from memlane.errors import ConfigError
+from memlane.store.outcome import JobClaim
 from tests.llm.replay import completion, recorded, replay_server
 
 T0 = datetime(2025, 5, 8, 18, 0, tzinfo=UTC)
@@ -59,11 +60,13 @@ def test_a_job_left_running_by_a_crash_is_run_again(tmp_path: Path, config: Conf
     with Memory(path, embedder=HashEmbedder(), config=idle) as memory:
         job_id = memory.add("I live in Boston.", user_id="maya", async_mode=True).job_id
         assert job_id is not None
-        claimed = memory._store.claim_job()  # the worker took it, then the process died
+        # Another process took it, then died: its lease lapsed without being renewed.
+        lapsed = JobClaim("elsewhere:1:dead", until=0)
+        claimed = memory._store.claim_job(lapsed, lambda owner: False)
         assert claimed is not None and claimed.id == job_id
         assert memory.job(job_id, user_id="maya").state is JobState.RUNNING
     with Memory(path, embedder=HashEmbedder(), config=idle) as memory:
-        assert memory.job(job_id, user_id="maya").state is JobState.QUEUED
+        assert memory.job(job_id, user_id="maya").state is JobState.RUNNING  # never put back blindly
         memory.flush()
         done = memory.job(job_id, user_id="maya")
         assert done.state is JobState.DONE and done.attempts == 2

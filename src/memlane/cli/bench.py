@@ -1,4 +1,4 @@
-"""``memlane bench``: retrieval quality (LoCoMo), scale, peers, and the report built from their JSON results."""
+"""``memlane bench``: retrieval quality (LoCoMo, MemoryBank, dialogue queries), scale, peers, and the report."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -15,6 +15,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from memlane.config import PRESETS
 from memlane.errors import MemlaneError
+
+if TYPE_CHECKING:
+    from memlane.bench.labelled import LabelledSet
 
 bench_app = typer.Typer(help="Measure retrieval quality and speed, and build docs/benchmarks.md.", no_args_is_help=True)
 
@@ -108,6 +111,39 @@ def bench_locomo(
     if json_out is not None:
         write_json(report, json_out)
         err.print(f"wrote {json_out}")
+
+
+@bench_app.command("extraction")
+def bench_extraction(
+    samples: Annotated[
+        list[Path],
+        typer.Option(
+            "--samples", help="Labelled JSONL sample file(s), e.g. tests/fixtures/extraction/claims_heldout.jsonl."
+        ),
+    ],
+    min_confidence: Annotated[float, typer.Option("--min-confidence", help="The storing threshold.")] = 0.6,
+    show_misses: Annotated[bool, typer.Option("--misses", help="List false positives and negatives.")] = False,
+) -> None:
+    """Offline extractor precision, recall and claim agreement on hand-labelled turns."""
+    from memlane.bench.extraction import load_turns, score_turns
+    from memlane.extraction.offline import RuleExtractor
+
+    extractor = RuleExtractor()
+    for path in samples:
+        try:
+            score = score_turns(extractor, load_turns(path), min_confidence=min_confidence)
+        except MemlaneError as exc:
+            _fail(str(exc))
+        out.print(
+            f"{path.name}: {score.turns} turns, tp={score.tp} fp={score.fp} fn={score.fn} "
+            f"precision={score.precision:.3f} recall={score.recall:.3f} "
+            f"claim agreement={score.claims_agree}/{score.claims}",
+            highlight=False,
+        )
+        if show_misses:
+            for miss in score.misses:
+                what = f"FP {miss.text!r}" if miss.label is None else f"FN {miss.label.kind} {list(miss.label.must)}"
+                out.print(f"  {miss.turn}: {what}", highlight=False)
 
 
 @bench_app.command("ablation")
@@ -324,3 +360,104 @@ def bench_report(
         _fail(str(exc))
     for path in written:
         err.print(f"wrote {path}")
+
+
+ConfigsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--config",
+        "--preset",
+        help=f"Retrieval preset(s) to measure, repeatable ({', '.join(PRESETS)}, default). Default: all.",
+    ),
+]
+SetSplitOpt = Annotated[
+    str,
+    typer.Option("--split", help="all (scores per split and together), tune, or holdout (the one to report)."),
+]
+JsonOpt = Annotated[Path | None, typer.Option("--json", help="Write all results to this JSON (.gz) file.")]
+
+
+def _run_labelled(
+    name: str,
+    evalset: LabelledSet,
+    config_names: list[str] | None,
+    split: str,
+    embedder: str | None,
+    json_out: Path | None,
+) -> None:
+    """Run one labelled set, print its report and write its JSON."""
+    from memlane.bench.labelled import render_set_report, run_set
+    from memlane.bench.locomo import write_json
+
+    try:
+        with tracking() as tracker:
+            report = run_set(evalset, presets=config_names, split=split, embedder=embedder, tracker=tracker)
+    except MemlaneError as exc:
+        _fail(str(exc))
+    report.command = _command(name)
+    out.print(render_set_report(report), highlight=False)
+    if json_out is not None:
+        write_json(report, json_out)
+        err.print(f"wrote {json_out}")
+
+
+@bench_app.command("memorybank")
+def bench_memorybank(
+    data: Annotated[
+        Path | None,
+        typer.Option("--data", help="MemoryBank folder (../shared/data/memorybank). Default: the bundled copy."),
+    ] = None,
+    config_names: ConfigsOpt = None,
+    split: SetSplitOpt = "all",
+    embedder: EmbedderOpt = None,
+    json_out: JsonOpt = None,
+    quick: QuickOpt = False,
+) -> None:
+    """MemoryBank's 100 probing questions, labelled with the turns that answer them, searched per user."""
+    from memlane.bench.memorybank import load_memorybank
+
+    try:
+        evalset = load_memorybank(data)
+    except MemlaneError as exc:
+        _fail(str(exc))
+    if quick:
+        evalset = evalset.first_scopes(1)
+    _run_labelled("memorybank", evalset, config_names, split, embedder, json_out)
+
+
+@bench_app.command("dialogue")
+def bench_dialogue(
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data", help="LoCoMo JSON file for the derived set (e.g. ../shared/data/locomo/locomo_dev.json)."
+        ),
+    ] = None,
+    which: Annotated[
+        str, typer.Option("--set", help="locomo (derived at run time from --data) or original (bundled).")
+    ] = "locomo",
+    config_names: ConfigsOpt = None,
+    split: SetSplitOpt = "all",
+    embedder: EmbedderOpt = None,
+    json_out: JsonOpt = None,
+    quick: QuickOpt = False,
+) -> None:
+    """Dialogue excerpts as queries over dated event descriptions, searched per conversation or person."""
+    from memlane.bench.dialogue import load_dialogue_locomo
+
+    try:
+        if which == "locomo":
+            if data is None:
+                _fail("--set locomo needs --data, the LoCoMo JSON file")
+            evalset = load_dialogue_locomo(data)
+        elif which == "original":
+            from memlane.bench.dialogue_original import load_dialogue_original
+
+            evalset = load_dialogue_original()
+        else:
+            _fail(f"unknown --set {which!r}; choose locomo or original")
+    except MemlaneError as exc:
+        _fail(str(exc))
+    if quick:
+        evalset = evalset.first_scopes(1, max_queries=25)
+    _run_labelled("dialogue", evalset, config_names, split, embedder, json_out)

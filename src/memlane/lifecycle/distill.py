@@ -117,11 +117,16 @@ class Distiller:
         self.protect = () if evict_messages else (MemoryKind.MESSAGE,)
 
     # -- extraction --------------------------------------------------------------------------------
-    def run(self, user_id: str, message_ids: Sequence[str], *, job: Job | None = None) -> Outcome:
+    def run(
+        self, user_id: str, message_ids: Sequence[str], *, job: Job | None = None, owner: str | None = None
+    ) -> Outcome:
         """Extract from the given messages and store the result; the job (if any) is finished in the same write.
 
         A batch the extractor could not read leaves its messages stored and becomes a failed job (the given job,
-        or a new one) whose payload names just those messages, for a retry.
+        or a new one) whose payload names just those messages, for a retry. With ``owner`` (the job's lease
+        holder) the write is fenced: refused as a whole (``JobFencedError``) if the job was cancelled or its
+        lease lost, or if a message it read or a memory it changes was deleted meanwhile. Callers hold the
+        user's consolidation lock around this call (read, decide, write).
         """
         stored = self.store.get_many(user_id, message_ids)
         window = [stored[i] for i in dict.fromkeys(message_ids) if i in stored]
@@ -129,13 +134,16 @@ class Distiller:
         outcome = Outcome()
         if not window:
             if job is not None:
-                self.store.finish_job(JobOutcome(job.id, JobState.DONE))
+                self.store.finish_job(JobOutcome(job.id, JobState.DONE, owner=owner))
             return outcome
         related = [] if isinstance(self.extractor, RuleExtractor) else self._context(user_id, window)
         result = self.extractor.extract(window, related)
         outcome.errors, outcome.usage = result.errors, result.usage
         plan, aliases = self._plan(user_id, window, result.accepted(self.min_confidence))
         finish, jobs = self._job_outcome(user_id, job, result.errors, outcome)
+        if finish is not None and owner is not None:
+            read = (*(m.id for m in window), *plan.changed)
+            finish = finish._replace(owner=owner, requires=tuple(dict.fromkeys(read)))
         new = [item for item, _ in plan.new]
         vectors = np.vstack([v for _, v in plan.new]) if plan.new else np.zeros((0, 0), dtype=np.float32)
         updates = [

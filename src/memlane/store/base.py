@@ -6,7 +6,7 @@ Nothing here names a backend or a query language: ids are memory ids, never a ba
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -22,7 +22,7 @@ from memlane.models import (
     MemoryItem,
     MemoryKind,
 )
-from memlane.store.outcome import JobOutcome
+from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.records import CandidateFacts, Feedback, Position, ScoredIds
 
 
@@ -69,10 +69,12 @@ class RecordWriter(Protocol):
         *,
         jobs: Sequence[Job] = (),
         changes: Mapping[str, Mapping[str, Any]] | None = None,
+        claim: JobClaim | None = None,
     ) -> None:
         """Store items with their text-index bodies and vectors (and users' entity-table rows), all or nothing.
 
-        ``jobs`` are enqueued in the same transaction; ``changes`` adds details to each item's history record.
+        ``jobs`` are enqueued in the same transaction (a running one leased under ``claim``); ``changes`` adds
+        details to each item's history record.
         """
         ...
 
@@ -88,8 +90,11 @@ class RecordWriter(Protocol):
         changes: Mapping[str, Mapping[str, Any]] | None = None,
         updates: Sequence[tuple[MemoryItem, HistoryEntry]] = (),
         finish: JobOutcome | None = None,
+        claim: JobClaim | None = None,
     ) -> None:
-        """``insert`` plus changed items (fields only, no re-index) and a job's outcome, in one transaction."""
+        """``insert`` plus changed items (fields only, no re-index) and a job's outcome, in one transaction;
+        nothing at all when the job is fenced (``JobFencedError``).
+        """
         ...
 
     def replace(
@@ -125,14 +130,17 @@ class TextIndex(Protocol):
     """Full-text (BM25) search over the memories' index bodies."""
 
     def text_search(self, user_id: str, terms: Sequence[str], limit: int | None, filters: Filters) -> ScoredIds:
-        """Memories matching any of ``terms`` with their BM25 score (higher is better), best first: the best
-        ``limit``, or every match when ``limit`` is None.
+        """Memories matching any of ``terms`` with their BM25 score (higher is better), best first (ties: the
+        earlier stored first): the best ``limit``, or every match when ``limit`` is None. Only the best ``limit``
+        leave the index.
         """
         ...
 
-    def text_scores(self, user_id: str, terms: Sequence[str], memory_ids: Sequence[str]) -> dict[str, float]:
-        """The BM25 score of each given memory that matches any of ``terms`` (the same scores ``text_search`` gives;
-        memories that do not match are left out). Costs O(given memories), not O(matches).
+    def text_scores(
+        self, user_id: str, terms: Sequence[str], memory_ids: Sequence[str], filters: Filters
+    ) -> dict[str, float]:
+        """The BM25 score ``text_search`` gives each of the given memories that matches ``terms`` and passes
+        ``filters`` (the others are left out), without scoring or returning any other match.
         """
         ...
 
@@ -166,12 +174,20 @@ class VectorStore(VectorIndex, Protocol):
         """Record the model identity (only for a store without vectors, or by reindex)."""
         ...
 
-    def reindex_batches(self, batch_size: int) -> Iterator[builtins.list[MemoryItem]]:
-        """Every memory (of every user), in batches, for re-embedding."""
+    def reindex_begin(self, identity: str, dim: int) -> None:
+        """Start (or resume, for the same model) writing new vectors beside the live ones."""
         ...
 
-    def write_vectors(self, vectors: Mapping[str, Vectors]) -> None:
-        """Replace the vectors of the given memories (by id; used by reindex)."""
+    def reindex_pending(self, after: str | None, limit: int) -> builtins.list[MemoryItem]:
+        """Up to ``limit`` memories stored after memory ``after`` (from the first when ``None``) still lacking a
+        new vector.
+        """
+        ...
+
+    def reindex_stage(self, vectors: Mapping[str, Vectors], identity: str, dim: int, *, final: bool) -> bool:
+        """Write new vectors (by memory id) beside the live ones; with ``final`` switch to them and record the
+        model in the same transaction when none is missing (returns whether it switched).
+        """
         ...
 
 
@@ -238,12 +254,30 @@ class JobQueue(Protocol):
         """Add a job."""
         ...
 
-    def claim_job(self) -> Job | None:
-        """The oldest queued job, marked running with its attempt counted; ``None`` when the queue is empty."""
+    def claim_job(self, claim: JobClaim, is_dead: Callable[[str], bool]) -> Job | None:
+        """The oldest queued job (or running one whose lease lapsed or whose owner ``is_dead``), now running under
+        ``claim`` with its attempt counted; ``None`` when there is none.
+        """
+        ...
+
+    def renew_job(self, job_id: str, claim: JobClaim) -> bool:
+        """Extend a job's lease; ``False`` when ``claim.owner`` no longer holds it."""
+        ...
+
+    def release_job(self, job_id: str, owner: str) -> bool:
+        """Queue again a job ``owner`` holds, its attempt not counted."""
+        ...
+
+    def acquire_lock(self, name: str, claim: JobClaim, is_dead: Callable[[str], bool]) -> bool:
+        """Take or extend a named lock that holds across processes; ``False`` while another live owner has it."""
+        ...
+
+    def release_lock(self, name: str, owner: str) -> None:
+        """Let go of a named lock if ``owner`` holds it."""
         ...
 
     def finish_job(self, outcome: JobOutcome) -> None:
-        """Record a job's outcome."""
+        """Record a job's outcome (``JobFencedError`` when its owner no longer holds it)."""
         ...
 
     def job(self, user_id: str, job_id: str) -> Job:

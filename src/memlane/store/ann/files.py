@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +21,47 @@ from memlane.errors import StoreError
 from memlane.store.ann.types import F32, I64, IndexMeta
 
 META = "meta.json"
+LOCK = ".lock"
+
+try:  # POSIX advisory locks; elsewhere one process per store is assumed
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path, *, exclusive: bool) -> Iterator[None]:
+    """Hold the index folder's lock across processes: exclusive to save or remove, shared to load.
+
+    Without it, one process's save could sweep the data file another process is writing or about to read.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def remove_folder(folder: Path) -> None:
+    """Delete an index folder and every vector it holds (under the exclusive lock, so no save races it)."""
+    if not folder.exists():
+        return
+    with folder_lock(folder, exclusive=True):
+        for entry in folder.iterdir():
+            if entry.name != LOCK:
+                with contextlib.suppress(OSError):
+                    if entry.is_dir():
+                        shutil.rmtree(entry)
+                    else:
+                        entry.unlink()
+    with contextlib.suppress(OSError):
+        (folder / LOCK).unlink()
+        folder.rmdir()
 
 
 def fsync_dir(folder: Path) -> None:
@@ -60,7 +103,10 @@ def read_meta(folder: Path) -> IndexMeta | None:
 
 
 def commit_meta(folder: Path, meta: IndexMeta) -> None:
-    """Atomically make ``meta`` the committed record, then remove data files of older generations."""
+    """Atomically make ``meta`` the committed record, then remove data files of older generations.
+
+    Call it under ``folder_lock(folder, exclusive=True)``.
+    """
     fsync_file(folder / meta.data_file)
     tmp = folder / f".{META}.{uuid.uuid4().hex[:8]}.tmp"
     tmp.write_text(meta.model_dump_json(indent=1), encoding="utf-8")
@@ -68,7 +114,7 @@ def commit_meta(folder: Path, meta: IndexMeta) -> None:
     os.replace(tmp, folder / META)
     fsync_dir(folder)
     for stale in folder.iterdir():
-        if stale.name not in (META, meta.data_file):
+        if stale.name not in (META, LOCK, meta.data_file):
             with contextlib.suppress(OSError):
                 stale.unlink()
 

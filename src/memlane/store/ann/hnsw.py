@@ -43,6 +43,9 @@ class HnswVectors:
                 expansion_search=settings.expansion_search,
             )
         self._index = index
+        #: Vectors removed or replaced since this graph was built: usearch keeps their bytes in its slots (and in a
+        #: saved file) until the graph is rebuilt, so erasure needs ``compacted()`` before a save.
+        self.tombstones = 0
 
     def __len__(self) -> int:
         return len(self._index)
@@ -58,6 +61,7 @@ class HnswVectors:
         held = np.asarray(self._index.contains(ukeys), dtype=bool).reshape(-1)
         if held.any():
             self._index.remove(ukeys[held])
+            self.tombstones += int(held.sum())
         threads = 0 if len(keys) >= PARALLEL_ADD else 1
         self._index.add(ukeys, np.ascontiguousarray(vectors, dtype=np.float32), threads=threads)
 
@@ -70,7 +74,14 @@ class HnswVectors:
         if not held.any():
             return 0
         self._index.remove(ukeys[held])
+        self.tombstones += int(held.sum())
         return int(held.sum())
+
+    def compacted(self) -> HnswVectors:
+        """A new graph over the live vectors only, with no bytes of removed or replaced ones left anywhere."""
+        keys = np.asarray(self._index.keys, dtype=np.int64)
+        present, vectors = self.vectors_of(keys)
+        return HnswVectors.build(self.dim, self.settings, present, vectors)
 
     def search(self, query: F32, count: int) -> tuple[I64, F32]:
         """Up to ``count`` approximate nearest keys and their inner products, best first."""

@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from memlane.errors import StoreError, ValidationError
 from memlane.store.ann.exact import ExactVectors, top_positions
-from memlane.store.ann.files import commit_meta, load_exact, new_data_name, read_meta, save_exact
+from memlane.store.ann.files import commit_meta, folder_lock, load_exact, new_data_name, read_meta, save_exact
 from memlane.store.ann.hnsw import HnswVectors
 from memlane.store.ann.types import F32, FORMAT, I64, Change, Hit, IndexMeta, IndexSettings
 
@@ -248,7 +248,9 @@ class VectorIndex:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StoreError(f"cannot create the vector index folder {self.folder}: {e}") from e
-        with self._lock:
+        with self._lock, folder_lock(self.folder, exclusive=True):
+            if self._hnsw is not None and self._hnsw.tombstones:
+                self._hnsw = self._hnsw.compacted()  # removed vectors must not reach the file
             name = new_data_name(self.kind)
             data = self.folder / name
             try:
@@ -278,6 +280,15 @@ class VectorIndex:
         cls, folder: Path, dim: int, identity: str, settings: IndexSettings | None = None
     ) -> tuple[VectorIndex | None, str]:
         """The index saved in ``folder``, or ``None`` and why it cannot be used (missing, torn, another model...)."""
+        if not folder.exists():
+            return None, "no complete saved index"
+        with folder_lock(folder, exclusive=False):
+            return cls._load_locked(folder, dim, identity, settings)
+
+    @classmethod
+    def _load_locked(
+        cls, folder: Path, dim: int, identity: str, settings: IndexSettings | None
+    ) -> tuple[VectorIndex | None, str]:
         meta = read_meta(folder)
         if meta is None:
             return None, "no complete saved index"

@@ -23,6 +23,7 @@ import numpy as np
 from memlane.embedding.base import Vectors
 from memlane.errors import StoreError
 from memlane.store.ann import Batch, Change, VectorIndex, open_index
+from memlane.store.ann.files import remove_folder
 from memlane.store.sqlite.db import Database
 
 log = logging.getLogger(__name__)
@@ -133,14 +134,51 @@ class AnnIndexes:
             self._save(feed, index)
 
     def _save(self, feed: SQLiteFeed, index: VectorIndex) -> None:
-        """Save and prune the log; a folder that cannot be written leaves the index in memory (searches go on)."""
+        """Save the index and prune the log it covers. The file is a cache of SQLite: a failed save is logged and
+        costs only a replay (or a rebuild) at the next open, never an error for the read or write that caused it.
+        """
         try:
             meta = index.save()
-        except StoreError as e:
-            log.warning("%s; the vector index stays in memory and is rebuilt or replayed on the next open", e)
+        except StoreError as exc:
+            log.warning("vector index not saved (it is rebuilt from the database when needed): %s", exc)
             return
         if meta is not None:
             feed.prune(meta.applied_seq)
+
+    def erased(self, user_id: str) -> None:
+        """After a delete (or a re-embedding) committed: remove the user's saved index file, which still holds the old
+        vector (an HNSW graph even keeps removed vectors' bytes in its slots). The open index goes on serving; the
+        next save writes a compacted file, and a process that dies first rebuilds it from the database.
+        """
+        with self._lock:
+            folder = self._folder(user_id)
+            if folder is not None and folder.exists():
+                remove_folder(folder)
+
+    def forget(self, user_id: str) -> None:
+        """After a user's data was deleted: close their index and remove its folder, vectors and all."""
+        with self._lock:
+            self._open.pop(user_id, None)
+            folder = self._folder(user_id)
+            if folder is not None:
+                remove_folder(folder)
+
+    def sweep(self) -> int:
+        """Remove index folders of users who hold no vectors any more (e.g. a ``delete_all`` that crashed before it
+        could remove the folder); how many went.
+        """
+        if self._root is None or not self._root.is_dir():
+            return 0
+        live = {
+            hashlib.sha256(str(u).encode("utf-8")).hexdigest()[:24]
+            for (u,) in self._db.read("SELECT DISTINCT user_id FROM vectors")
+        }
+        gone = 0
+        for folder in self._root.iterdir():
+            if folder.is_dir() and folder.name not in live:
+                remove_folder(folder)
+                gone += 1
+        return gone
 
     # The write paths call these after each commit (the names of the matrix cache they replace).
     def advance(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 
 from memlane.errors import NotFoundError
 from memlane.models import Job, JobState, utcnow
-from memlane.store.outcome import JobOutcome
+from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.sqlite import jobs as jobs_sql
 from memlane.store.sqlite.db import Database
 from memlane.store.sqlite.rows import to_micros
@@ -22,10 +23,28 @@ class SQLiteJobQueue:
         with self._db.atomic() as c:
             jobs_sql.enqueue(c, job)
 
-    def claim_job(self) -> Job | None:
-        """The oldest queued job, now marked running (its attempt counted); ``None`` when there is none."""
+    def claim_job(self, claim: JobClaim, is_dead: Callable[[str], bool]) -> Job | None:
+        """The oldest queued job (or one whose lease lapsed or whose owner ``is_dead``), now running under
+        ``claim`` (its attempt counted); ``None`` when there is none.
+        """
         with self._db.atomic() as c:
-            return jobs_sql.claim(c, to_micros(utcnow()))
+            return jobs_sql.claim(c, to_micros(utcnow()), claim, is_dead)
+
+    def renew_job(self, job_id: str, claim: JobClaim) -> bool:
+        with self._db.atomic() as c:
+            return jobs_sql.renew(c, job_id, claim)
+
+    def release_job(self, job_id: str, owner: str) -> bool:
+        with self._db.atomic() as c:
+            return jobs_sql.release(c, job_id, owner, to_micros(utcnow()))
+
+    def acquire_lock(self, name: str, claim: JobClaim, is_dead: Callable[[str], bool]) -> bool:
+        with self._db.atomic() as c:
+            return jobs_sql.acquire_lock(c, name, claim, to_micros(utcnow()), is_dead)
+
+    def release_lock(self, name: str, owner: str) -> None:
+        with self._db.atomic() as c:
+            jobs_sql.release_lock(c, name, owner)
 
     def finish_job(self, outcome: JobOutcome) -> None:
         with self._db.atomic() as c:

@@ -167,7 +167,22 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         """,
     ),
     (
-        "0006_vector_log",
+        "0006_fts_context_refresh",
+        """
+        UPDATE memories_fts SET ctx = coalesce((
+            SELECT p.text FROM memories m JOIN memories p
+                ON p.user_id = m.user_id AND p.session_id IS m.session_id AND p.position = m.position - 1
+            WHERE m.pk = memories_fts.rowid AND m.kind = 'message' AND p.kind = 'message'
+        ), '')
+        WHERE ctx != coalesce((
+            SELECT p.text FROM memories m JOIN memories p
+                ON p.user_id = m.user_id AND p.session_id IS m.session_id AND p.position = m.position - 1
+            WHERE m.pk = memories_fts.rowid AND m.kind = 'message' AND p.kind = 'message'
+        ), '')
+        """,
+    ),
+    (
+        "0007_vector_log",
         """
         CREATE TABLE vector_log (
             seq     INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -188,6 +203,22 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         CREATE TRIGGER vectors_log_delete AFTER DELETE ON vectors BEGIN
             INSERT INTO vector_log (user_id, pk) VALUES (old.user_id, old.pk);
         END
+        """,
+    ),
+    (
+        "0008_job_leases",
+        """
+        ALTER TABLE jobs ADD COLUMN lease_owner TEXT;
+        ALTER TABLE jobs ADD COLUMN lease_until INTEGER;
+        CREATE TABLE locks (
+            name  TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            until INTEGER NOT NULL
+        );
+        CREATE TABLE vectors_next (
+            pk  INTEGER PRIMARY KEY REFERENCES memories(pk) ON DELETE CASCADE,
+            vec BLOB NOT NULL
+        )
         """,
     ),
 )

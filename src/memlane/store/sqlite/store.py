@@ -38,6 +38,7 @@ class SQLiteStore(
     def __init__(self, path: Path | str) -> None:
         self._db = Database(path)
         self._cache = AnnIndexes(self._db)
+        self._cache.sweep()  # index folders of users deleted by a process that died before removing them
 
     @property
     def location(self) -> str:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from memlane.embedding.base import Vectors
 from memlane.models import Filters, MemoryItem
+from memlane.store.sqlite import reindex as reindex_sql
 from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database
-from memlane.store.sqlite.reads import iter_rows, superseded
+from memlane.store.sqlite.reads import superseded
 from memlane.store.sqlite.rows import filter_sql, is_empty, only_current
 
 
@@ -75,16 +76,22 @@ class SQLiteVectorIndex:
                     (key, value),
                 )
 
-    def reindex_batches(self, batch_size: int) -> Iterator[builtins.list[MemoryItem]]:
-        yield from iter_rows(self._db, None, batch_size)
-
-    def write_vectors(self, vectors: Mapping[str, Vectors]) -> None:
+    def reindex_begin(self, identity: str, dim: int) -> None:
         with self._db.atomic() as c:
-            for memory_id, vec in vectors.items():
-                blob = np.ascontiguousarray(vec, dtype=np.float32).reshape(-1).tobytes()
-                c.execute(
-                    "UPDATE vectors SET vec = ? WHERE pk = (SELECT pk FROM memories WHERE id = ?)", (blob, memory_id)
-                )
-            for (user_id,) in c.execute("SELECT DISTINCT user_id FROM vectors").fetchall():
-                self._db.bump(c, str(user_id))
-        self._cache.drop()
+            reindex_sql.begin(c, identity, dim)
+
+    def reindex_pending(self, after: str | None, limit: int) -> builtins.list[MemoryItem]:
+        with self._db.lock:
+            return reindex_sql.pending(self._db.conn, after, limit)
+
+    def reindex_stage(self, vectors: Mapping[str, Vectors], identity: str, dim: int, *, final: bool) -> bool:
+        blobs = {mid: np.ascontiguousarray(v, dtype=np.float32).reshape(-1).tobytes() for mid, v in vectors.items()}
+        with self._db.atomic() as c:
+            reindex_sql.stage(c, blobs)
+            switched = final and reindex_sql.switch(c, identity, dim)
+            if switched:
+                for (user_id,) in c.execute("SELECT DISTINCT user_id FROM vectors").fetchall():
+                    self._db.bump(c, str(user_id))
+        if switched:
+            self._cache.drop()
+        return switched

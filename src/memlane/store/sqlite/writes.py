@@ -15,7 +15,7 @@ from memlane.embedding.base import Vectors
 from memlane.enrich.entities import AliasRow
 from memlane.errors import NotFoundError, StoreError
 from memlane.models import HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKind, utcnow
-from memlane.store.outcome import JobOutcome
+from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.records import embed_hash
 from memlane.store.sqlite import jobs as jobs_sql
 from memlane.store.sqlite.ann_feed import AnnIndexes
@@ -23,7 +23,7 @@ from memlane.store.sqlite.db import Database, marks
 from memlane.store.sqlite.entities import write_aliases, write_entities
 from memlane.store.sqlite.history import erase_text, log_event
 from memlane.store.sqlite.rows import COLUMNS, MUTABLE, item_params, to_micros
-from memlane.store.sqlite.text import drop_entry, index_entry
+from memlane.store.sqlite.text import drop_entry, index_entry, refresh_next_context, turn_of
 
 _INSERT: Final = f"INSERT INTO memories ({COLUMNS}, embed_hash) VALUES ({', '.join('?' * (len(MUTABLE) + 3))})"
 _SETS: Final = ", ".join(f"{col} = ?" for col in MUTABLE)
@@ -48,17 +48,24 @@ def row_key(c: sqlite3.Connection, user_id: str, memory_id: str) -> int:
 
 
 def update_fields(c: sqlite3.Connection, pk: int, item: MemoryItem) -> None:
-    """Overwrite a row's fields and entity rows (not its index entries)."""
+    """Overwrite a row's fields and entity rows (not its own index entry; the next turn's context follows)."""
+    before = turn_of(c, pk)
     c.execute(f"UPDATE memories SET {_SETS} WHERE pk = ?", (*item_params(item, "")[2:-1], pk))
     write_entities(c, pk, item)
+    refresh_next_context(c, before)
+    after = turn_of(c, pk)
+    if after != before:
+        refresh_next_context(c, after)
 
 
 def remove_row(
     c: sqlite3.Connection, user_id: str, pk: int, memory_id: str, at: datetime, changes: dict[str, Any]
 ) -> None:
-    """Delete a memory from every index, forget its words in history and log DELETE."""
+    """Delete a memory from every index (the next turn's context included), forget its words in history, log DELETE."""
+    turn = turn_of(c, pk)
     drop_entry(c, pk)
     c.execute("DELETE FROM memories WHERE pk = ?", (pk,))  # vectors and entity rows cascade
+    refresh_next_context(c, turn)
     c.execute("DELETE FROM feedback WHERE user_id = ? AND memory_id = ?", (user_id, memory_id))
     erase_text(c, user_id, memory_id)
     log_event(c, user_id, memory_id, HistoryEvent.DELETE, at, changes=changes)
@@ -93,8 +100,9 @@ class SQLiteWrites:
         *,
         jobs: Sequence[Job] = (),
         changes: Mapping[str, Mapping[str, Any]] | None = None,
+        claim: JobClaim | None = None,
     ) -> None:
-        self.write(items, index_texts, vectors, event=event, aliases=aliases, jobs=jobs, changes=changes)
+        self.write(items, index_texts, vectors, event=event, aliases=aliases, jobs=jobs, changes=changes, claim=claim)
 
     def write(
         self,
@@ -108,9 +116,10 @@ class SQLiteWrites:
         changes: Mapping[str, Mapping[str, Any]] | None = None,
         updates: Sequence[tuple[MemoryItem, HistoryEntry]] = (),
         finish: JobOutcome | None = None,
+        claim: JobClaim | None = None,
     ) -> None:
-        """New items (with their index entries), changed items (no re-index), jobs enqueued and a job finished:
-        all in one transaction.
+        """New items (with their index entries), changed items (no re-index), jobs enqueued (a running one under
+        ``claim``) and a job finished: all in one transaction, or nothing when the finished job is fenced.
         """
         if not (len(items) == len(index_texts) == len(vectors)):
             raise StoreError("insert needs one index text and one vector per item")
@@ -123,6 +132,8 @@ class SQLiteWrites:
         pks: list[int] = []
         versions: dict[str, tuple[int, int]] = {}
         with self._db.atomic() as c:
+            if finish is not None:  # first: a fenced job writes nothing
+                jobs_sql.finish(c, finish, to_micros(utcnow()))
             next_position: dict[tuple[str, str | None], int] = {}
             for item, body, vec in zip(items, index_texts, vecs, strict=True):
                 if item.position is None and item.kind == MemoryKind.MESSAGE:
@@ -138,9 +149,7 @@ class SQLiteWrites:
             for user_id, rows in (aliases or {}).items():
                 write_aliases(c, user_id, rows)
             for job in jobs:
-                jobs_sql.enqueue(c, job)
-            if finish is not None:
-                jobs_sql.finish(c, finish, to_micros(utcnow()))
+                jobs_sql.enqueue(c, job, claim)
             for user_id in by_user:
                 versions[user_id] = self._db.bump(c, user_id)
         for user_id, idx in by_user.items():
@@ -176,6 +185,7 @@ class SQLiteWrites:
                 remove=[pk],
                 add=([pk], [item.id], np.asarray(vector, np.float32).reshape(1, -1)),
             )
+            self._cache.erased(item.user_id)  # the old text's vector must not outlive it on disk
 
     def delete(self, user_id: str, memory_id: str, at: datetime) -> builtins.list[str]:
         with self._db.atomic() as c:
@@ -196,6 +206,7 @@ class SQLiteWrites:
                     remove_row(c, user_id, int(dpk), str(mid), at, {"source_deleted": memory_id})
             versions = self._db.bump(c, user_id)
         self._cache.advance(user_id, *versions, remove=[k for k, _ in removed])
+        self._cache.erased(user_id)
         return [mid for _, mid in removed]
 
     def delete_user(self, user_id: str) -> int:
@@ -205,10 +216,12 @@ class SQLiteWrites:
                 "DELETE FROM memories_fts WHERE rowid IN (SELECT pk FROM memories WHERE user_id = ?)",
                 (user_id,),
             )
-            for table in ("memories", "entities", "feedback", "history", "jobs", "archive"):
+            # vector_log last: deleting the vectors (a cascade) logs them again
+            for table in ("memories", "entities", "feedback", "history", "jobs", "archive", "vector_log"):
                 c.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
+            c.execute("DELETE FROM vector_log_floor WHERE user_id = ?", (user_id,))
             self._db.bump(c, user_id)
-        self._cache.drop(user_id)
+        self._cache.forget(user_id)
         return int(n)
 
     def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None:
