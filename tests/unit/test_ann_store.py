@@ -139,3 +139,12 @@ def test_memory_and_file_stores_agree(tmp_path: Path, where: str) -> None:
         assert len(memory._store.vector_search("u", q, 100, Filters())) == 30
         assert len(memory._store.vector_search("v", q, 100, Filters())) == 5
     assert (tmp_path / "m.db.ann").exists() == (where == "file")
+
+
+def test_an_unwritable_index_folder_leaves_search_working(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    (tmp_path / "m.db.ann").write_text("a file where the folder should be")
+    with open_memory(db, tmp_path) as memory:
+        memory.add(texts(12), user_id="u")
+        q = HashEmbedder().embed_query("violin garden")
+        assert_exact(memory._store.vector_search("u", q, 4, Filters()), db, "u", q, 4)

@@ -283,6 +283,32 @@ def build_faiss(x: F32, extra: F32, m: int, ef_c: int) -> Built:
     return Built(search, set_ef, filtered, build, one_add, 0.0, fsize, fsize, load, note="no removal in IndexHNSWFlat")
 
 
+def build_sqlite_vec(x: F32, extra: F32) -> Built:
+    """sqlite-vec's ``vec0`` table (exact KNN inside SQLite), loaded through apsw: stdlib sqlite3 here cannot."""
+    apsw: Any = importlib.import_module("apsw")
+    sqlite_vec: Any = importlib.import_module("sqlite_vec")
+    con = apsw.Connection(":memory:")
+    con.enable_load_extension(True)
+    con.load_extension(sqlite_vec.loadable_path())
+    con.execute(f"CREATE VIRTUAL TABLE v USING vec0(embedding float[{x.shape[1]}] distance_metric=cosine)")
+    n = x.shape[0]
+    t0 = time.perf_counter()
+    with con:
+        con.executemany("INSERT INTO v(rowid, embedding) VALUES (?, ?)", ((i, x[i].tobytes()) for i in range(n)))
+    build = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for i, v in enumerate(extra):
+        con.execute("INSERT INTO v(rowid, embedding) VALUES (?, ?)", (n + i, v.tobytes()))
+    one_add = (time.perf_counter() - t0) * 1000 / max(1, len(extra))
+
+    def search(q: F32, k: int) -> list[int]:
+        return [
+            int(r[0]) for r in con.execute("SELECT rowid FROM v WHERE embedding MATCH ? AND k = ?", (q.tobytes(), k))
+        ]
+
+    return Built(search, None, None, build, one_add, 0.0, 0.0, 0.0, 0.0, note="exact scan; needs apsw")
+
+
 def _installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
@@ -301,6 +327,8 @@ def candidates(
         out.append(("hnswlib", f"M={m} ef_c={ef_c}", lambda x, e: build_hnswlib(x, e, m, ef_c)))
     if _installed("faiss") and size <= 100_000:
         out.append(("faiss-hnsw", f"M={m} ef_c={ef_c}", lambda x, e: build_faiss(x, e, m, ef_c)))
+    if _installed("apsw") and _installed("sqlite_vec") and size <= 100_000:
+        out.append(("sqlite-vec", "vec0 exact", build_sqlite_vec))
     return [c for c in out if not only or any(c[0].startswith(o) for o in only)]
 
 

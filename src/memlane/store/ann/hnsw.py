@@ -16,7 +16,7 @@ from memlane.errors import StoreError
 from memlane.store.ann.types import F32, I64, IndexSettings
 
 #: Batches at least this large are inserted on every core; smaller ones on the calling thread.
-PARALLEL_ADD = 1_024
+PARALLEL_ADD = 64
 
 
 def _usearch() -> Any:

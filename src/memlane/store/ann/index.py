@@ -244,7 +244,10 @@ class VectorIndex:
         """Write the index and its ``applied_seq`` to ``folder`` atomically (``None`` when it has no folder)."""
         if self.folder is None:
             return None
-        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"cannot create the vector index folder {self.folder}: {e}") from e
         with self._lock, folder_lock(self.folder, exclusive=True):
             if self._hnsw is not None and self._hnsw.tombstones:
                 self._hnsw = self._hnsw.compacted()  # removed vectors must not reach the file

@@ -75,11 +75,11 @@ class IndexSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     exact_below: int = Field(20_000, ge=0, description="exact search while the scope holds fewer vectors than this")
-    connectivity: int = Field(16, ge=4, le=128, description="HNSW M: links per node")
-    expansion_add: int = Field(128, ge=8, description="HNSW ef_construction")
-    expansion_search: int = Field(96, ge=8, description="HNSW ef at query time (raised to the count asked for)")
+    connectivity: int = Field(32, ge=4, le=128, description="HNSW M: links per node")
+    expansion_add: int = Field(200, ge=8, description="HNSW ef_construction")
+    expansion_search: int = Field(512, ge=8, description="HNSW ef at query time (raised to the count asked for)")
     filter_exact_max: int = Field(
-        20_000, ge=0, description="a filter allowing at most this many keys is answered by exact search over them"
+        4_096, ge=0, description="a filter allowing at most this many keys is answered by exact search over them"
     )
     filter_oversample: float = Field(2.0, ge=1.0, description="HNSW candidates per wanted hit, over the allowed share")
 

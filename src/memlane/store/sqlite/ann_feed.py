@@ -122,7 +122,10 @@ class AnnIndexes:
                     held.apply(changes)
                     self._maybe_save(feed, held)
                     return held
-            index, _ = open_index(feed, dim, identity, folder=self._folder(user_id))
+            index, report = open_index(feed, dim, identity, folder=self._folder(user_id), save=False)
+            if report.action != "loaded":
+                log.info("vector index of one user in %s %s: %s", self._db.path, report.action, report.reason)
+                self._save(feed, index)
             self._open[user_id] = index
             return index
 
@@ -187,9 +190,12 @@ class AnnIndexes:
         add: tuple[Sequence[int], Sequence[str], Vectors] | None = None,
         remove: Sequence[int] = (),
     ) -> None:
-        """Bring an open index up to the commit just made (the log holds the change; the arguments are not needed)."""
+        """Bring an open index up to the commit just made (the log holds the change; the arguments are not needed).
+
+        Inside an enclosing transaction nothing is applied: it may still roll back, and the next search catches up.
+        """
         with self._lock:
-            if user_id in self._open:
+            if user_id in self._open and not self._db.conn.in_transaction:
                 self.get(user_id)
 
     def drop(self, user_id: str | None = None) -> None:
