@@ -126,7 +126,7 @@ def import_file(db: str, ack: Acks, rng: random.Random, arg: str) -> None:
     """Import the export file ``arg``."""
     memory = open_memory(db, infer=False)
     ack(op="ready")
-    n = memory.import_(arg)
+    n = memory.import_(arg, keep_user_ids=True)  # a whole-store restore, as written by export
     ack(op="imported", count=n)
 
 
