@@ -69,10 +69,10 @@ def run_trial(workload: str, tmp: Path, seed: int) -> harness.Report:
     arg, min_acks, window, embedder = "", 2, 1.5, "hash"
     if workload == "reindex":
         before = prefill(db, rng)
-        arg, min_acks, window = "hash:32", 1, 1.0
+        arg, min_acks, window = "hash:32", 1, 0.6
     elif workload == "import":
         path, records = export_file(tmp, rng, 600)
-        arg, min_acks, window = str(path), 1, 1.5
+        arg, min_acks, window = str(path), 1, 0.4
     proc = harness.spawn(workload, db, acks_path, seed, arg)
     harness.wait_ready(proc, acks_path)
     harness.wait_acks(proc, acks_path, min_acks)
