@@ -72,7 +72,7 @@ def run_trial(workload: str, tmp: Path, seed: int) -> harness.Report:
         arg, min_acks, window = "hash:32", 1, 0.6
     elif workload == "import":
         path, records = export_file(tmp, rng, 600)
-        arg, min_acks, window = str(path), 1, 0.4
+        arg, min_acks, window = str(path), 1, 0.15
     proc = harness.spawn(workload, db, acks_path, seed, arg)
     harness.wait_ready(proc, acks_path)
     harness.wait_acks(proc, acks_path, min_acks)
@@ -85,7 +85,8 @@ def run_trial(workload: str, tmp: Path, seed: int) -> harness.Report:
     if workload == "import" and any(a["op"] == "imported" for a in acks):
         acks += records
     report = harness.check_store(db, acks, embedder=embedder)
-    report.killed = killed
+    finished = any(a["op"] in ("reindexed", "imported") for a in acks)
+    report.killed = killed and not finished  # killed before the call returned (add workloads never return)
     if workload == "reindex":  # the interrupted reindex resumes (or restarts) and then everything is searchable
         with open_memory(str(db), embedder="hash:32", infer=False) as memory:
             memory.reindex(batch_size=7)
@@ -109,7 +110,7 @@ def test_a_killed_writer_loses_nothing_acknowledged_campaign(workload: str, tmp_
         acked, deletes, losses = acked + report.acked, deletes + report.deletes, losses + report.losses
         killed += report.killed
     print(
-        f"\n{workload}: {SLOW_TRIALS} trials ({killed} killed mid-work, the rest finished first), {acked} "
+        f"\n{workload}: {SLOW_TRIALS} trials ({killed} killed mid-call, the rest after it returned), {acked} "
         f"acknowledged adds, {deletes} deletions, {len(losses)} losses"
     )
     assert acked > 0
