@@ -119,7 +119,7 @@ def reindex(db: str, ack: Acks, rng: random.Random, arg: str) -> None:
     """Re-embed the whole store with the embedder named by ``arg``, in small batches."""
     memory = open_memory(db, embedder=arg, infer=False)
     ack(op="ready")
-    n = memory.reindex(batch_size=3, on_progress=lambda k: ack(op="progress", count=k))
+    n = memory.reindex(batch_size=1, on_progress=lambda k: ack(op="progress", count=k))
     ack(op="reindexed", embedder=arg, count=n)
 
 
