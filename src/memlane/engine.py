@@ -11,24 +11,25 @@ import threading
 import time
 import unicodedata
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Self
 
 import numpy as np
-from pydantic import ValidationError as PydanticValidationError
 
-from memlane.config import Config, save_preset
+from memlane.config import Config, RetrievalPreset, save_preset
 from memlane.embedding import Embedder, make_embedder
 from memlane.embedding.base import Vectors
-from memlane.enrich.entities import AliasRow, EntityResolver
+from memlane.enrich.aliases import EntityResolver
+from memlane.enrich.entities import AliasRow
 from memlane.enrich.pipeline import Enricher
 from memlane.errors import (
     EmbedderMismatchError,
     ImportFormatError,
     JobTimeoutError,
-    UnknownFilterError,
+    NotFoundError,
+    StoreError,
     ValidationError,
 )
 from memlane.extraction.factory import make_extraction
@@ -48,12 +49,27 @@ from memlane.models import (
     MemoryKind,
     Message,
     Stats,
-    parse_time,
     utcnow,
 )
 from memlane.retrieval.search import Retriever
 from memlane.retrieval.tuning import FitResult, LabelledQuery, QueryMatrix, fit, split_groups
-from memlane.security.validation import check_metadata, check_text, optional_id, require_scope
+from memlane.security.transfer import EXPORT_FORMAT, ImportLine, read_export, write_export
+from memlane.security.validation import (
+    Limits,
+    check_bool,
+    check_callback,
+    check_filters,
+    check_float,
+    check_id,
+    check_int,
+    check_messages,
+    check_metadata,
+    check_path,
+    check_text,
+    check_time,
+    optional_id,
+    require_scope,
+)
 from memlane.store import Store, open_store
 from memlane.store.outcome import JobClaim, JobFencedError, JobOutcome
 from memlane.store.records import embed_hash
@@ -63,7 +79,6 @@ log = logging.getLogger(__name__)
 
 MessagesInput = str | Message | Mapping[str, Any] | Sequence[str | Message | Mapping[str, Any]]
 FiltersInput = Filters | Mapping[str, Any] | None
-EXPORT_FORMAT = 1
 
 
 def normalise_text(text: str) -> str:
@@ -122,6 +137,7 @@ class Memory:
         config: Config | None = None,
     ) -> None:
         self.config = config or Config.from_env()
+        self.limits = Limits.from_config(self.config)
         target = path if path is not None else self.config.default_store
         self._embedder = (
             embedder
@@ -129,7 +145,7 @@ class Memory:
             else make_embedder(embedder or self.config.embedder, cache_dir=self.config.model_cache)
         )
         self._extraction = make_extraction(self.config)  # before the store: it may fail on a missing extra
-        self._store: Store = open_store(target)
+        self._store: Store = _open(target)
         self._enricher = Enricher(self._embedder)
         self._retriever = Retriever(
             self._store, self._embedder, self._enricher, half_life_days=self.config.recency_half_life_days
@@ -226,22 +242,21 @@ class Memory:
         with ``async_mode`` that happens on the background worker and ``job_id`` names the job, which was
         queued in the same transaction as the messages.
         """
-        limit = self.config.max_id_chars
+        limit = self.limits.id_chars
         user_id = require_scope(user_id, max_chars=limit)
         session_id = optional_id(session_id, max_chars=limit, what="session_id")
         agent_id = optional_id(agent_id, max_chars=limit, what="agent_id")
-        base_meta = check_metadata(metadata)
-        default_ts = self._parse_ts(timestamp) if timestamp is not None else None
-        infer = self.config.infer if infer is None else infer
-        if not isinstance(infer, bool) or not isinstance(async_mode, bool):
-            raise ValidationError("infer and async_mode must be True or False")
-        msgs = self._coerce_messages(messages)
+        base_meta = check_metadata(metadata, "metadata", self.limits)
+        default_ts = check_time(timestamp, what="timestamp", limits=self.limits) if timestamp is not None else None
+        infer = self.config.infer if infer is None else check_bool(infer, what="infer")
+        check_bool(async_mode, what="async_mode")
+        msgs = check_messages(messages, self.limits)
         now = utcnow()
         items: list[MemoryItem] = []
         seen: dict[tuple[str, datetime | None], int] = {}
         for i, msg in enumerate(msgs):
-            text = check_text(msg.content, max_chars=self.config.max_text_chars, what=f"message {i} content")
-            meta = {**base_meta, **check_metadata(msg.metadata, what=f"message {i} metadata")}
+            text = msg.content
+            meta = check_metadata({**base_meta, **msg.metadata}, f"message {i} metadata", self.limits)
             given_ts = msg.timestamp or default_ts
             key = (normalise_text(text), given_ts)
             occurrence = seen.get(key, 0)
@@ -354,20 +369,24 @@ class Memory:
 
     def job(self, job_id: str, *, user_id: str) -> Job:
         """A background job of this user: its state, attempts and last error."""
-        user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
+        user_id, job_id = self._scoped(user_id, job_id, "job_id")
         return self._store.job(user_id, job_id)
 
     def jobs(self, *, user_id: str, state: JobState | str | None = None, limit: int = 100) -> builtins.list[Job]:
         """The background jobs of this user, oldest first, optionally in one state."""
-        user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        limit = check_int(limit, what="limit", low=0, high=self.limits.list_limit)
         try:
             wanted = None if state is None else JobState(state)
-        except ValueError:
+        except (ValueError, TypeError):
             raise ValidationError(f"unknown job state {state!r}; one of {[s.value for s in JobState]}") from None
         return self._store.jobs(user_id, wanted, limit)
 
     def wait(self, job_id: str, *, user_id: str, timeout: float | None = None) -> Job:
         """Block until a job is done or failed and return it; ``JobTimeoutError`` after ``timeout`` seconds."""
+        self._scoped(user_id, job_id, "job_id")
+        if timeout is not None:
+            timeout = check_float(timeout, what="timeout", low=0.0, high=1e9)
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             if not self._worker.background:
@@ -383,6 +402,8 @@ class Memory:
 
     def flush(self, *, timeout: float | None = None) -> None:
         """Block until no background job is queued or running; ``JobTimeoutError`` after ``timeout`` seconds."""
+        if timeout is not None:
+            timeout = check_float(timeout, what="timeout", low=0.0, high=1e9)
         if not self._worker.wait_idle(timeout):
             self._check_embedder()
             raise JobTimeoutError(f"background jobs still pending after {timeout} s")
@@ -390,7 +411,7 @@ class Memory:
     def retry_jobs(self, *, user_id: str | None = None) -> int:
         """Queue failed jobs (of one user, or all) again; returns how many."""
         if user_id is not None:
-            user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
+            user_id = require_scope(user_id, max_chars=self.limits.id_chars)
         n = self._store.requeue_jobs((JobState.FAILED,), user_id)
         if n:
             self._worker.notify()
@@ -399,19 +420,19 @@ class Memory:
     # -- forgetting --------------------------------------------------------------------------------
     def archive(self, *, user_id: str, limit: int = 100, offset: int = 0) -> builtins.list[ArchivedMemory]:
         """Memories of this user evicted beyond capacity, most recently archived first."""
-        user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
-        if limit < 0 or offset < 0:
-            raise ValidationError("limit and offset must not be negative")
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        limit, offset = self._page(limit, offset)
         return self._store.archived(user_id, limit, offset)
 
     def restore(self, memory_id: str, *, user_id: str) -> MemoryItem:
         """Bring an archived memory back into every index (capacity is enforced again at the next add)."""
-        user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
+        user_id, memory_id = self._scoped(user_id, memory_id)
         return self._store.restore(user_id, memory_id, utcnow())
 
     def forget(self, *, user_id: str, hard: bool = False) -> builtins.list[str]:
         """Enforce ``config.capacity`` now: evict the lowest survival scores to the archive (destroy if ``hard``)."""
-        user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        check_bool(hard, what="hard")
         with self._consolidating(user_id):
             return self._distiller.enforce_capacity(user_id, hard=hard)
 
@@ -442,39 +463,6 @@ class Memory:
         known.update(fresh)
         return np.vstack([known[h] for h in hashes]).astype(np.float32, copy=False)
 
-    def _coerce_messages(self, messages: MessagesInput) -> list[Message]:
-        if isinstance(messages, str | Message | Mapping):
-            seq: Sequence[Any] = [messages]
-        elif isinstance(messages, Sequence):
-            seq = messages
-        else:
-            raise ValidationError(
-                f"messages must be a string, a message or a list of them, not {type(messages).__name__}"
-            )
-        if not seq:
-            raise ValidationError("no messages to add")
-        out: list[Message] = []
-        for i, raw in enumerate(seq):
-            if isinstance(raw, Message):
-                out.append(raw)
-            elif isinstance(raw, str):
-                out.append(Message(role="user", content=raw))
-            elif isinstance(raw, Mapping):
-                try:
-                    out.append(Message.model_validate(dict(raw)))
-                except PydanticValidationError as exc:
-                    raise ValidationError(f"message {i} is invalid: {_first_error(exc)}") from None
-            else:
-                raise ValidationError(f"message {i} must be a string, a dict or a Message, not {type(raw).__name__}")
-        return out
-
-    @staticmethod
-    def _parse_ts(value: datetime | str) -> datetime:
-        try:
-            return parse_time(value)
-        except ValueError as exc:
-            raise ValidationError(f"timestamp: {exc}") from None
-
     # -- read path ---------------------------------------------------------------------------------
     def search(
         self,
@@ -486,12 +474,11 @@ class Memory:
         preset_name: str | None = None,
     ) -> list[Hit]:
         """The ``top_k`` memories of this user that best answer ``query``, each with its score breakdown."""
-        user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
-        query = check_text(query, max_chars=self.config.max_text_chars, what="query")
-        if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= 1000:
-            raise ValidationError(f"top_k must be an integer from 1 to 1000, got {top_k!r}")
-        flt = self._filters(filters)
-        chosen = self.config.preset_for(preset_name)
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        query = check_text(query, max_chars=self.limits.text_chars, what="query")
+        check_int(top_k, what="top_k", low=1, high=self.limits.top_k)
+        flt = check_filters(filters, self.limits)
+        chosen = self._preset(preset_name)
         self._check_embedder()
         now = utcnow()
         hits = self._retriever.search(query, user_id, top_k=top_k, filters=flt, preset=chosen, now=now)
@@ -514,12 +501,12 @@ class Memory:
             query = query or hit.query
         else:
             memory_id = hit
-        user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
+        memory_id = check_id(memory_id, what="memory_id", max_chars=self.limits.id_chars)
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
         if not query:
             raise ValidationError("feedback needs the query the memory was returned for")
-        query = check_text(query, max_chars=self.config.max_text_chars, what="query")
-        if not isinstance(useful, bool):
-            raise ValidationError(f"useful must be True or False, got {useful!r}")
+        query = check_text(query, max_chars=self.limits.text_chars, what="query")
+        check_bool(useful, what="useful")
         self._store.add_feedback(user_id, query, memory_id, useful, utcnow())
 
     def tune(
@@ -537,8 +524,12 @@ class Memory:
         Queries are split into fitting and held-out sides by group (a conversation, or the query itself), and the
         result reports recall@k before and after on both; only the held-out gain says whether the weights help.
         """
-        start = self.config.preset_for(base)
-        labelled = list(queries) if queries is not None else self._feedback_queries()
+        name = check_id(name, what="name", max_chars=64)
+        start = self._preset(base, what="base")
+        check_int(k, what="k", low=1, high=self.limits.top_k)
+        check_float(test_share, what="test_share", low=0.0, high=0.9)
+        check_bool(save, what="save")
+        labelled = self._check_labelled(queries) if queries is not None else self._feedback_queries()
         if not labelled:
             raise ValidationError("no labelled queries: pass some, or record feedback on search results first")
         now = utcnow()
@@ -557,6 +548,25 @@ class Memory:
             save_preset(self.config.presets_file, name, start.name, result.weights, description)
         return result
 
+    def _preset(self, name: object, what: str = "preset_name") -> RetrievalPreset:
+        if name is not None:
+            check_id(name, what=what, max_chars=64)
+        return self.config.preset_for(name)  # type: ignore[arg-type]
+
+    def _check_labelled(self, queries: object) -> builtins.list[LabelledQuery]:
+        if not isinstance(queries, Sequence) or isinstance(queries, str):
+            raise ValidationError(f"queries must be a list of LabelledQuery, got {type(queries).__name__}")
+        if len(queries) > self.limits.batch:
+            raise ValidationError(f"{len(queries)} queries, more than the limit of {self.limits.batch}")
+        for i, q in enumerate(queries):
+            if not isinstance(q, LabelledQuery):
+                raise ValidationError(f"queries[{i}] must be a LabelledQuery, got {type(q).__name__}")
+            check_text(q.query, max_chars=self.limits.text_chars, what=f"queries[{i}].query")
+            require_scope(q.user_id, max_chars=self.limits.id_chars, what=f"queries[{i}].user_id")
+            for mid in q.relevant:
+                check_id(mid, what=f"queries[{i}].relevant", max_chars=self.limits.id_chars)
+        return builtins.list(queries)
+
     def _feedback_queries(self) -> builtins.list[LabelledQuery]:
         grouped: dict[tuple[str, str], set[str]] = {}
         for judged in self._store.feedback():
@@ -565,40 +575,42 @@ class Memory:
                 relevant.add(judged.memory_id)
         return [LabelledQuery(q, u, frozenset(r)) for (u, q), r in grouped.items() if r]
 
-    @staticmethod
-    def _filters(filters: FiltersInput) -> Filters:
-        if filters is None:
-            return Filters()
-        if isinstance(filters, Filters):
-            return filters
-        if not isinstance(filters, Mapping):
-            raise ValidationError(f"filters must be a mapping, not {type(filters).__name__}")
-        unknown = sorted(set(filters) - set(Filters.model_fields))
-        if unknown:
-            raise UnknownFilterError(f"unknown filter(s) {unknown}; known: {sorted(Filters.model_fields)}")
-        try:
-            return Filters.model_validate(dict(filters))
-        except PydanticValidationError as exc:
-            raise ValidationError(f"invalid filters: {_first_error(exc)}") from None
-
     def get(self, memory_id: str, *, user_id: str) -> MemoryItem:
         """One memory; ``NotFoundError`` if this user has none with that id."""
-        user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
+        user_id, memory_id = self._scoped(user_id, memory_id)
         return self._store.get(user_id, memory_id)
+
+    def _scoped(self, user_id: object, memory_id: object, what: str = "memory_id") -> tuple[str, str]:
+        """A checked ``(user_id, id)`` pair."""
+        return (
+            require_scope(user_id, max_chars=self.limits.id_chars),
+            check_id(memory_id, what=what, max_chars=self.limits.id_chars),
+        )
+
+    def _page(self, limit: object, offset: object) -> tuple[int, int]:
+        return (
+            check_int(limit, what="limit", low=0, high=self.limits.list_limit),
+            check_int(offset, what="offset", low=0, high=self.limits.offset),
+        )
 
     def list(
         self, *, user_id: str, filters: FiltersInput = None, limit: int = 100, offset: int = 0
     ) -> builtins.list[MemoryItem]:
         """The memories of one user that match ``filters``, oldest first."""
-        user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
-        if limit < 0 or offset < 0:
-            raise ValidationError("limit and offset must not be negative")
-        return self._store.list(user_id, self._filters(filters), limit, offset)
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        limit, offset = self._page(limit, offset)
+        return self._store.list(user_id, check_filters(filters, self.limits), limit, offset)
 
     def history(self, memory_id: str, *, user_id: str) -> builtins.list[HistoryEntry]:
-        """Every recorded change of a memory, oldest first (text is erased once it is deleted)."""
-        user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
-        return self._store.history(user_id, memory_id)
+        """Every recorded change of a memory, oldest first (text is erased once it is deleted).
+
+        ``NotFoundError`` if this user never had a memory with that id (a deleted one keeps its history).
+        """
+        user_id, memory_id = self._scoped(user_id, memory_id)
+        entries = self._store.history(user_id, memory_id)
+        if not entries:
+            raise NotFoundError(f"no memory {memory_id!r} for this user")
+        return entries
 
     # -- changes -----------------------------------------------------------------------------------
     def update(
@@ -611,12 +623,18 @@ class Memory:
         importance: float | None = None,
     ) -> MemoryItem:
         """Change a memory's text (re-indexed), metadata (replaced) or importance; recorded in history."""
-        user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
+        user_id, memory_id = self._scoped(user_id, memory_id)
+        if text is not None:
+            text = check_text(text, max_chars=self.limits.text_chars)
+        if metadata is not None:
+            metadata = check_metadata(metadata, "metadata", self.limits)
+        if importance is not None:
+            importance = check_float(importance, what="importance", low=0.0, high=1.0)
         old = self._store.get(user_id, memory_id)
         changes: dict[str, Any] = {}
         new = old.model_copy(deep=True)
         if text is not None:
-            new.text = check_text(text, max_chars=self.config.max_text_chars)
+            new.text = text
             new.content_hash = (
                 content_hash(user_id, old.agent_id, old.session_id, old.kind.value, new.text)
                 if old.kind is MemoryKind.MESSAGE
@@ -624,12 +642,10 @@ class Memory:
             )
             changes["text"] = True
         if metadata is not None:
-            new.metadata = check_metadata(metadata)
+            new.metadata = dict(metadata)
             changes["metadata"] = {"old": old.metadata, "new": new.metadata}
         if importance is not None:
-            if not 0.0 <= importance <= 1.0:
-                raise ValidationError(f"importance must be within [0, 1], got {importance}")
-            new.importance = float(importance)
+            new.importance = importance
             changes["importance"] = {"old": old.importance, "new": new.importance}
         if not changes:
             raise ValidationError("update needs at least one of text, metadata or importance")
@@ -664,68 +680,116 @@ class Memory:
         Typed memories extracted from it alone are removed too; those with other sources just lose this one.
         Returns the ids removed, ``memory_id`` first.
         """
-        user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
+        user_id, memory_id = self._scoped(user_id, memory_id)
         with self._lifecycle:
             return self._store.delete(user_id, memory_id, utcnow())
 
     def delete_all(self, *, user_id: str) -> int:
         """Remove every memory and all history of one user; returns how many memories went."""
-        user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
         return self._store.delete_user(user_id)
 
     # -- export / import ---------------------------------------------------------------------------
     def export(self, dest: str | Path | IO[str], *, user_id: str | None = None) -> int:
-        """Write memories (one user's, or all) as JSONL: a header line, then one memory per line."""
-        if user_id is not None:
-            user_id = require_scope(user_id, max_chars=self.config.max_id_chars)
-        if isinstance(dest, str | Path):
-            with open(dest, "w", encoding="utf-8") as fh:
-                return self._export_to(fh, user_id)
-        return self._export_to(dest, user_id)
+        """Write memories (one user's, or all) as JSONL: a header line, then one memory per line.
 
-    def _export_to(self, fh: IO[str], user_id: str | None) -> int:
-        ident = self._store.embedder_identity()
-        header = {"memlane_export": EXPORT_FORMAT, "embedder": ident[0] if ident else None}
-        fh.write(json.dumps(header) + "\n")
-        n = 0
-        for item in self._store.iter_items(user_id):
-            fh.write(item.model_dump_json() + "\n")
-            n += 1
-        return n
-
-    def import_(self, source: str | Path | IO[str], *, on_progress: Callable[[int], None] | None = None) -> int:
-        """Load a JSONL export, all or nothing; memories whose id already exists are skipped.
-
-        Returns the number of memories imported. Named with a trailing underscore as ``import`` is a keyword.
+        A path is written whole or not at all; every line is checked with the rules ``import_`` applies, so an
+        export never holds what its import would reject.
         """
-        if isinstance(source, str | Path):
-            with open(source, encoding="utf-8") as fh:
-                items = list(_read_export(fh))
-        else:
-            items = list(_read_export(source))
-        added = 0
-        for start in range(0, len(items), 1000):
-            chunk = items[start : start + 1000]
-            fresh = self._new_only(chunk)
-            self._insert(fresh, event=HistoryEvent.IMPORT, enrich=False)
-            added += len(fresh)
-            if on_progress is not None:
-                on_progress(len(chunk))
-        return added
+        user_id = optional_id(user_id, max_chars=self.limits.id_chars, what="user_id")
+        ident = self._store.embedder_identity()
+        header: dict[str, object] = {"memlane_export": EXPORT_FORMAT, "embedder": ident[0] if ident else None}
+        return write_export(dest, header, self._store.iter_items(user_id), self.limits)
 
-    def _new_only(self, items: Sequence[MemoryItem]) -> builtins.list[MemoryItem]:
-        by_user: dict[str, list[MemoryItem]] = {}
-        for it in items:
-            by_user.setdefault(it.user_id, []).append(it)
-        fresh: builtins.list[MemoryItem] = []
+    def import_(
+        self,
+        source: str | Path | IO[str],
+        *,
+        user_id: str | None = None,
+        keep_user_ids: bool = False,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Load a JSONL export into ``user_id``'s memory, all or nothing; returns how many memories were added.
+
+        Every line is checked with the rules of ``add`` (an error names the line and the field). The file's own
+        user ids are ignored unless ``keep_user_ids=True`` (an administrator's restore of a whole store), so one
+        file cannot write into another user's memory. A memory whose id this user already has is skipped (so
+        re-importing is a no-op); an id that belongs to another user is an error naming the line. Named with a
+        trailing underscore as ``import`` is a keyword.
+        """
+        check_bool(keep_user_ids, what="keep_user_ids")
+        if keep_user_ids:
+            if user_id is not None:
+                raise ValidationError("give user_id, or keep_user_ids=True to keep the file's user ids, not both")
+            target = None
+        else:
+            target = require_scope(user_id, max_chars=self.limits.id_chars)
+        on_progress = check_callback(on_progress, what="on_progress")
+        lines = read_export(source, self.limits)
+        for line in lines:
+            self._retarget(line.item, target or line.item.user_id)
+        fresh = self._new_only(lines)
+        items = [line.item for line in fresh]
+        if items:
+            self._check_embedder()
+            texts = [index_text(it) for it in items]
+            parts = []
+            for start in range(0, len(texts), 1000):
+                parts.append(self._embed(texts[start : start + 1000]))
+                if on_progress is not None:
+                    on_progress(len(texts[start : start + 1000]))
+            if self._store.embedder_identity() is None:
+                self._store.set_embedder_identity(self._embedder.identity, self._embedder.dim)
+            try:
+                self._store.insert(items, texts, np.vstack(parts), event=HistoryEvent.IMPORT)
+            except StoreError:
+                self._raise_taken(fresh)
+                raise
+        return len(items)
+
+    @staticmethod
+    def _retarget(item: MemoryItem, user_id: str) -> None:
+        """Move an imported memory into ``user_id``, recomputing its idempotency key there.
+
+        A message's key depends on details the file does not hold (whether its timestamp was given, its occurrence
+        in its ``add`` call): the form that reproduces the file's key under the file's user is kept.
+        """
+        old_user = item.user_id
+        if old_user == user_id:
+            return
+        item.user_id = user_id
+        if item.kind is not MemoryKind.MESSAGE:
+            item.content_hash = typed_hash(user_id, item.agent_id, item.kind, item.text)
+            return
+        scope = (item.agent_id, item.session_id, item.text)
+        forms: builtins.list[tuple[datetime | None, int]] = [(None, 0), *((item.timestamp, n) for n in range(256))]
+        kept = next((f for f in forms if message_hash(old_user, *scope, *f) == item.content_hash), forms[1])
+        item.content_hash = message_hash(user_id, *scope, *kept)
+
+    def _new_only(self, lines: Sequence[ImportLine]) -> builtins.list[ImportLine]:
+        by_user: dict[str, builtins.list[ImportLine]] = {}
+        for line in lines:
+            by_user.setdefault(line.item.user_id, []).append(line)
+        fresh: builtins.list[ImportLine] = []
         for user_id, group in by_user.items():
-            have = self._store.get_many(user_id, [it.id for it in group])
-            fresh.extend(it for it in group if it.id not in have)
-        return fresh
+            have = self._store.get_many(user_id, [line.item.id for line in group])
+            fresh.extend(line for line in group if line.item.id not in have)
+        return sorted(fresh, key=lambda line: line.lineno)
+
+    def _raise_taken(self, lines: Sequence[ImportLine]) -> None:
+        """After a failed import write: an error naming the first line whose id another user's memory holds."""
+        wanted = {line.item.id: line for line in lines}
+        for stored in self._store.iter_items(None):
+            line = wanted.get(stored.id)
+            if line is not None and stored.user_id != line.item.user_id:
+                raise ImportFormatError(
+                    f"line {line.lineno}: id {stored.id[:80]!r} belongs to another user's memory; nothing was imported"
+                )
 
     # -- maintenance -------------------------------------------------------------------------------
     def stats(self, *, user_id: str | None = None) -> Stats:
         """Counts and size of the store (or of one user's memories)."""
+        user_id = optional_id(user_id, max_chars=self.limits.id_chars, what="user_id")
         ident = self._store.embedder_identity()
         return Stats(
             memories=self._store.count(user_id),
@@ -745,8 +809,8 @@ class Memory:
         old, consistent state, and run again with the same embedder it resumes where it stopped. Returns how
         many memories this call embedded.
         """
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-            raise ValidationError(f"batch_size must be an integer of at least 1, got {batch_size!r}")
+        batch_size = check_int(batch_size, what="batch_size", low=1, high=self.limits.batch)
+        on_progress = check_callback(on_progress, what="on_progress")
         identity, dim = self._embedder.identity, self._embedder.dim
         self._store.reindex_begin(identity, dim)
         n, after = 0, None
@@ -771,26 +835,10 @@ class Memory:
                 after = None
 
 
-def _first_error(exc: PydanticValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(p) for p in err.get("loc", ())) or "value"
-    return f"{where}: {err.get('msg', 'invalid')}"
-
-
-def _read_export(lines: Iterable[str]) -> Iterator[MemoryItem]:
-    it = iter(lines)
+def _open(target: object) -> Store:
+    """The store at ``target``; a bad path is a ``ValidationError``, one that cannot be opened a ``StoreError``."""
+    location = check_path(target, what="path")
     try:
-        header = json.loads(next(it))
-    except StopIteration:
-        raise ImportFormatError("import file is empty") from None
-    except json.JSONDecodeError as exc:
-        raise ImportFormatError(f"line 1 is not JSON: {exc.msg}") from None
-    if not isinstance(header, dict) or header.get("memlane_export") != EXPORT_FORMAT:
-        raise ImportFormatError(f"line 1 is not a memlane export header (format {EXPORT_FORMAT})")
-    for lineno, line in enumerate(it, start=2):
-        if not line.strip():
-            continue
-        try:
-            yield MemoryItem.model_validate_json(line)
-        except PydanticValidationError as exc:
-            raise ImportFormatError(f"line {lineno}: {_first_error(exc)}") from None
+        return open_store(location)
+    except OSError as exc:
+        raise StoreError(f"cannot open the store {str(location)[:200]!r}: {exc.strerror or exc}") from exc

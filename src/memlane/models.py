@@ -17,29 +17,42 @@ def utcnow() -> datetime:
 
 
 def as_utc(value: datetime) -> datetime:
-    """Make a datetime timezone-aware UTC; a naive value is taken to be UTC already."""
+    """Make a datetime timezone-aware UTC; a naive value is taken to be UTC already.
+
+    Raises ``ValueError`` when the UTC time falls off the calendar (before year 1 or after year 9999).
+    """
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{value.isoformat()} is outside the calendar once converted to UTC") from None
 
 
 def parse_time(value: datetime | str | int | float) -> datetime:
-    """Parse an ISO 8601 string, a datetime or epoch seconds into an aware UTC datetime."""
+    """Parse an ISO 8601 string, a datetime or epoch seconds into an aware UTC datetime.
+
+    Every failure, including a time off the calendar or a non-finite number, is a ``ValueError``.
+    """
     if isinstance(value, datetime):
         return as_utc(value)
     if isinstance(value, bool):
         raise ValueError(f"not a timestamp: {value!r}")
     if isinstance(value, int | float):
-        return datetime.fromtimestamp(float(value), UTC)
+        try:
+            return datetime.fromtimestamp(float(value), UTC)
+        except (OverflowError, OSError, ValueError):
+            raise ValueError(f"epoch seconds {value!r:.40} are outside the calendar") from None
     if isinstance(value, str):
         text = value.strip()
         if text.endswith(("Z", "z")):
             text = text[:-1] + "+00:00"
         try:
-            return as_utc(datetime.fromisoformat(text))
+            parsed = datetime.fromisoformat(text)
         except ValueError:
-            raise ValueError(f"not an ISO 8601 timestamp: {value!r}") from None
-    raise ValueError(f"not a timestamp: {value!r}")
+            raise ValueError(f"not an ISO 8601 timestamp: {value[:80]!r}") from None
+        return as_utc(parsed)
+    raise ValueError(f"not a timestamp: {type(value).__name__}")
 
 
 Timestamp = Annotated[datetime, Field(description="aware UTC datetime; ISO 8601 strings are accepted")]

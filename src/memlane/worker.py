@@ -141,8 +141,13 @@ class JobWorker:
                 log.info("job %s was fenced: %s", job.id, why)
                 self._store.release_job(job.id, self._leases.owner)
             except Exception as exc:
-                log.warning("job %s failed: %s: %s", job.id, type(exc).__name__, exc)
-                log.debug("job %s failed", job.id, exc_info=True)
+                # An expected failure (a MemlaneError: LLM down, embedder mismatch, ...) is one line; the
+                # traceback is kept for debugging. Anything else is a bug and is logged whole.
+                if isinstance(exc, MemlaneError):
+                    log.warning("job %s failed: %s: %s", job.id, type(exc).__name__, exc)
+                    log.debug("job %s failure traceback", job.id, exc_info=True)
+                else:
+                    log.exception("job %s failed", job.id)
                 error = f"{type(exc).__name__}: {exc}"
                 with contextlib.suppress(JobFencedError):
                     self._store.finish_job(JobOutcome(job.id, JobState.FAILED, error, owner=self._leases.owner))

@@ -68,7 +68,7 @@ def test_export_import_round_trip(env, tmp_path: Path) -> None:
     dump = tmp_path / "dump.jsonl"
     run(env, "export", str(dump))
     other = {**env, "MEMLANE_DB": str(tmp_path / "other.db")}
-    assert "imported 1" in run(other, "import", str(dump)).stdout
+    assert "imported 1" in run(other, "import", str(dump), "--user", "u").stdout
     a = json.loads(run(env, "list", "--user", "u", "--json").stdout)
     b = json.loads(run(other, "list", "--user", "u", "--json").stdout)
     assert a == b

@@ -96,7 +96,7 @@ def test_export_import_keeps_the_enrichment(memory: Memory, tmp_path: object) ->
     before = {it.id: it for it in memory.list(user_id="ana")}
     memory.delete_all(user_id="ana")
     buf.seek(0)
-    memory.import_(buf)
+    memory.import_(buf, user_id="ana")
     after = {it.id: it for it in memory.list(user_id="ana")}
     assert {k: (v.position, v.entities) for k, v in after.items()} == {
         k: (v.position, v.entities) for k, v in before.items()

@@ -167,7 +167,7 @@ def test_validity_round_trips_through_export_and_import(memory: Memory, tmp_path
     n = memory.export(buf, user_id="maya")
     with Memory(":memory:", embedder=HashEmbedder(), config=config) as other:
         buf.seek(0)
-        assert other.import_(buf) == n
+        assert other.import_(buf, user_id="maya") == n
         everything = Filters(include_superseded=True)
         assert other.list(user_id="maya", filters=everything) == memory.list(user_id="maya", filters=everything)
         assert typed(other, "maya") == ["Maya moved to Denver."]

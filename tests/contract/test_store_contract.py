@@ -133,7 +133,8 @@ def test_delete_all_is_per_user(memory: Memory) -> None:
     assert memory.delete_all(user_id="ana") == 3
     assert memory.list(user_id="ana") == []
     assert memory.search("beagle", user_id="ana") == []
-    assert memory.history(ids[0], user_id="ana") == []
+    with pytest.raises(NotFoundError):  # all history of the user went too
+        memory.history(ids[0], user_id="ana")
     assert memory.get(ids[3], user_id="bob").text.startswith("Bob")
 
 
@@ -145,7 +146,8 @@ def test_other_users_memory_is_invisible(memory: Memory) -> None:
         memory.delete(ids[3], user_id="ana")
     with pytest.raises(NotFoundError):
         memory.update(ids[3], user_id="ana", text="hijacked")
-    assert memory.history(ids[3], user_id="ana") == []
+    with pytest.raises(NotFoundError):
+        memory.history(ids[3], user_id="ana")
 
 
 @pytest.mark.parametrize(
@@ -189,12 +191,12 @@ def test_export_import_round_trip_is_exact(memory: Memory, tmp_path) -> None:
     ]
     other = Memory(tmp_path / "copy.db", embedder=memory.embedder, config=memory.config)
     try:
-        assert other.import_(io.StringIO(buf.getvalue())) == 4
+        assert other.import_(io.StringIO(buf.getvalue()), keep_user_ids=True) == 4
         after = [it.model_dump() for it in other.list(user_id="ana")] + [
             it.model_dump() for it in other.list(user_id="bob")
         ]
         assert after == before
-        assert other.import_(io.StringIO(buf.getvalue())) == 0  # existing ids are skipped
+        assert other.import_(io.StringIO(buf.getvalue()), keep_user_ids=True) == 0  # existing ids are skipped
         assert other.search("beagle Biscuit", user_id="ana", top_k=1)[0].memory.text.startswith("I adopted")
     finally:
         other.close()
@@ -209,12 +211,12 @@ def test_import_rejects_malformed_files_whole(memory: Memory) -> None:
     target = Memory(":memory:", embedder=memory.embedder, config=memory.config)
     try:
         with pytest.raises(ImportFormatError, match="line 3"):
-            target.import_(io.StringIO(broken))
+            target.import_(io.StringIO(broken), user_id="bob")
         assert target.stats().memories == 0
         with pytest.raises(ImportFormatError, match="header"):
-            target.import_(io.StringIO('{"not": "a header"}\n'))
+            target.import_(io.StringIO('{"not": "a header"}\n'), user_id="bob")
         with pytest.raises(ImportFormatError, match="empty"):
-            target.import_(io.StringIO(""))
+            target.import_(io.StringIO(""), user_id="bob")
     finally:
         target.close()
 
@@ -225,3 +227,41 @@ def test_stats(memory: Memory) -> None:
     assert (stats.memories, stats.users, stats.by_kind) == (4, 2, {"message": 4})
     assert stats.embedder == memory.embedder.identity and stats.dim == memory.embedder.dim
     assert memory.stats(user_id="bob").memories == 1
+
+
+LOCKER = [
+    {"role": "user", "name": "Ana", "content": "My locker code is 7 quixotrel."},
+    {"role": "assistant", "content": "Got it, I'll keep that in mind."},
+    {"role": "user", "name": "Ana", "content": "Thanks"},
+]
+LOCKER_REPLY = "Got it, I'll keep that in mind."
+
+
+def _locker(memory: Memory) -> list[str]:
+    return [it.id for it in memory.add(LOCKER, user_id="ana", session_id="gym").items]
+
+
+def _bm25(memory: Memory, query: str) -> set[str]:
+    return {h.memory.text for h in memory.search(query, user_id="ana", preset_name="bm25")}
+
+
+def test_deleted_turn_is_not_found_through_the_next_turn(memory: Memory) -> None:
+    first = _locker(memory)[0]
+    assert LOCKER_REPLY in _bm25(memory, "quixotrel")  # the reply is found by the words it answers
+    memory.delete(first, user_id="ana")
+    assert _bm25(memory, "quixotrel") == set()
+
+
+def test_updated_turn_old_words_are_not_found_through_the_next_turn(memory: Memory) -> None:
+    first = _locker(memory)[0]
+    memory.update(first, user_id="ana", text="My locker is number 12.")
+    assert _bm25(memory, "quixotrel") == set()
+    assert _bm25(memory, "locker number") == {"My locker is number 12.", LOCKER_REPLY}
+
+
+def test_evicted_turn_is_not_found_through_the_next_turn_until_restored(memory: Memory) -> None:
+    first = _locker(memory)[0]
+    memory._store.evict("ana", [first], datetime.now(UTC))
+    assert _bm25(memory, "quixotrel") == set()
+    memory.restore(first, user_id="ana")
+    assert _bm25(memory, "quixotrel") == {LOCKER[0]["content"], LOCKER_REPLY}

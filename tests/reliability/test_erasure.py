@@ -11,7 +11,6 @@ import os
 import tempfile
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -84,9 +83,6 @@ def test_delete_all_leaves_no_byte_of_the_user_findable(
         harness.integrity(db)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="#11.1: a turn's full-text entry holds the previous turn's words (fixed separately)"
-)
 @SETTINGS
 @given(conversation=turns, infer=st.booleans(), data=st.data())
 def test_delete_leaves_no_byte_of_the_memory_findable(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memlane.enrich.entities import AliasRow, EntityMention, EntityResolver, canonical, extract_entities
+from memlane.enrich.aliases import EntityResolver, Relation, relation_of
+from memlane.enrich.entities import AliasRow, EntityMention, canonical, extract_entities
 
 
 def kinds(text: str, speaker: str | None = None) -> dict[str, str]:
@@ -105,7 +106,7 @@ def test_resolver_learns_kinship_aliases_per_speaker() -> None:
     assert resolver.resolve("Maya's sister") == "anna"
     assert resolver.resolve("Tom's sister") == "anna"
     assert resolver.resolve("my dog", speaker="Maya") == "pepper"
-    assert resolver.resolve("my dog", speaker="Tom") == "my dog"  # Tom never named a dog
+    assert resolver.resolve("my dog", speaker="Tom") == "tom dog"  # Tom never named a dog: kept as his, unnamed
 
 
 def test_first_name_resolves_to_the_full_name_unless_ambiguous() -> None:
@@ -145,3 +146,41 @@ def test_resolve_all_skips_dates_and_quantities() -> None:
     resolver = EntityResolver()
     mentions = resolver.observe("My sister Anna ran 5 km in New York yesterday.", "Maya")
     assert resolver.resolve_all(mentions, "Maya") == ["anna", "new york", "maya"]
+
+
+# -- relations read from the speaker's side ------------------------------------------------------------------------
+def test_relation_of_reads_owner_and_kin() -> None:
+    assert relation_of("my little sister") == Relation("my", "sister")
+    assert relation_of("The user's boss") == Relation("the user", "boss")
+    assert relation_of("your best friend") == Relation("your", "friend")  # as the alias table keys it
+    assert relation_of("Anna") is None and relation_of("Caroline's sister") is None
+
+
+def test_the_assistants_your_is_the_users_and_its_my_is_its_own() -> None:
+    resolver = EntityResolver()
+    resolver.observe("My sister Anna is a nurse.", "Maya", "user")
+    assert resolver.resolve("your sister", None, "assistant") == "anna"  # Maya is the only one with a sister
+    assert resolver.resolve("my sister", None, "assistant") == "my sister"  # the assistant's own: unresolved
+    assert resolver.resolve("my sister", None, "user") == "anna"  # an unnamed user's query: the user's sister
+    resolver.observe("Your brother Tom called.", None, "assistant")  # the assistant names the user's brother
+    assert resolver.resolve("my brother", None, "user") == "tom"
+    resolver.observe("My brother Sam is visiting.", None, "assistant")  # its own brother teaches nothing
+    assert resolver.resolve("my brother", None, "user") == "tom"
+
+
+def test_a_relation_two_people_have_is_not_guessed_for_the_user() -> None:
+    resolver = EntityResolver()
+    resolver.observe("My sister Anna is a nurse.", "Caroline", "user")
+    resolver.observe("My sister Beth is a pilot.", "Melanie", "user")
+    assert resolver.resolve("my sister", None, "user") == "my sister"
+    assert resolver.resolve("your sister", "Caroline", "user") == "beth"  # Caroline to Melanie
+    assert resolver.resolve("her sister", about="Melanie") == "beth"
+
+
+def test_unresolved_relations_are_kept_under_the_users_key_whoever_says_them() -> None:
+    resolver = EntityResolver()
+    said = resolver.resolve_all(resolver.observe("My boss is strict.", "Maya", "user"), "Maya", "user")
+    heard = resolver.resolve_all(resolver.observe("Is your boss fair?", None, "assistant"), None, "assistant")
+    assert "my boss" in said and "maya boss" in said and heard == ["my boss"]
+    kids = resolver.resolve_all(resolver.observe("I saw Melanie with her kids.", "Caroline", "user"), "Caroline")
+    assert "melanie kids" in kids

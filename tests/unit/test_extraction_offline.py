@@ -63,7 +63,10 @@ def test_move_is_a_residence_fact_with_its_time() -> None:
 
 def test_pets_and_relations() -> None:
     pets = extract("I got a new puppy named Biscuit last week and I have a cat called Mochi.")
-    assert [p.text for p in pets] == ["Maya has a puppy named Biscuit.", "Maya has a cat named Mochi."]
+    # a named pet is an entity memory, its claim ``pet <name> = <animal>``
+    assert [p.text for p in pets] == ["Biscuit is Maya's puppy.", "Mochi is Maya's cat."]
+    assert {p.kind for p in pets} == {MemoryKind.ENTITY}
+    assert [(p.attribute, p.value) for p in pets] == [("pet biscuit", "puppy"), ("pet mochi", "cat")]
     (rel,) = extract("My husband is called David.")
     assert rel.kind is MemoryKind.RELATION and rel.text == "David is Maya's husband." and rel.attribute == "husband"
 

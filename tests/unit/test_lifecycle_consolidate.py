@@ -9,7 +9,7 @@ import pytest
 
 from memlane.extraction import Candidate, RuleExtractor
 from memlane.lifecycle import Action, Consolidator, LLMConsolidator, Related, RuleConsolidator, is_valid_at, supersede
-from memlane.lifecycle.consolidate import claim_of, is_current
+from memlane.lifecycle.consolidate import claim_of, contradicts, is_current
 from memlane.llm import OpenAIChat
 from memlane.models import MemoryItem, MemoryKind
 from tests.llm.replay import completion, recorded, replay_server
@@ -152,3 +152,71 @@ def test_llm_is_not_called_when_rules_settle_it() -> None:
             is Action.NOOP
         )
     assert script.requests == []
+
+
+# -- claims that replace others without sharing their attribute ----------------------------------------------------
+FAV_COFFEE = memory(
+    "fav",
+    "Maya's favourite drink is coffee.",
+    kind=MemoryKind.PREFERENCE,
+    subject="Maya",
+    attribute="favourite drink",
+    value="coffee",
+)
+HATES_TEA = memory(
+    "hates",
+    "Maya doesn't like tea.",
+    kind=MemoryKind.PREFERENCE,
+    subject="Maya",
+    attribute="preference tea",
+    value="dislikes",
+)
+
+
+def test_a_negated_preference_closes_the_favourite_it_named() -> None:
+    c = candidate(
+        "Maya doesn't like coffee anymore.",
+        kind=MemoryKind.PREFERENCE,
+        subject="Maya",
+        attribute="preference coffee",
+        value="dislikes",
+    )
+    d = RuleConsolidator().decide(c, [Related(FAV_COFFEE, 0.5), Related(HATES_TEA, 0.4)], at=T2025)
+    assert (d.action, d.targets) == (Action.SUPERSEDE, ["fav"])
+
+
+def test_a_new_favourite_closes_a_dislike_of_it_and_the_old_favourite() -> None:
+    c = candidate(
+        "Maya prefers tea now.", kind=MemoryKind.PREFERENCE, subject="Maya", attribute="favourite drink", value="tea"
+    )
+    d = RuleConsolidator().decide(c, [Related(FAV_COFFEE, 0.5), Related(HATES_TEA, 0.4)], at=T2025)
+    assert d.action is Action.SUPERSEDE and sorted(d.targets) == ["fav", "hates"]
+
+
+def test_contradiction_needs_the_same_subject() -> None:
+    assert contradicts(("maya", "preference coffee", "dislikes"), ("maya", "favourite drink", "coffee"))
+    assert not contradicts(("tom", "preference coffee", "dislikes"), ("maya", "favourite drink", "coffee"))
+    assert not contradicts(("maya", "preference coffee", "likes"), ("maya", "favourite drink", "coffee"))
+    assert not contradicts(("maya", "preference coffee", "dislikes"), ("maya", "favourite drink", "tea"))
+
+
+def test_a_cancelled_plan_closes_a_plan_for_later_in_the_year() -> None:
+    # The plan's event lies ahead (December); it was said in March, before the cancellation in May.
+    trip = memory(
+        "trip",
+        "Maya is going to Tokyo in December 2025.",
+        kind=MemoryKind.PLAN,
+        subject="Maya",
+        attribute="plan tokyo",
+        value="planned",
+    )
+    trip = trip.model_copy(update={"event_time": datetime(2025, 12, 1, tzinfo=UTC)})
+    c = candidate(
+        "Maya is not going to Tokyo anymore.",
+        kind=MemoryKind.PLAN,
+        subject="Maya",
+        attribute="plan tokyo",
+        value="cancelled",
+    )
+    d = RuleConsolidator().decide(c, [Related(trip, 0.7)], at=T2025)
+    assert (d.action, d.targets) == (Action.SUPERSEDE, ["trip"])

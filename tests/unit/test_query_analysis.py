@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memlane.retrieval.query import QueryFeatures, analyse_query, exact_match_terms
+from memlane.enrich.aliases import EntityResolver
+from memlane.retrieval.query import QueryFeatures, analyse_query, exact_match_terms, resolve_relations
 
 NOW = datetime(2023, 6, 1, 12, tzinfo=UTC)
 
@@ -148,3 +149,17 @@ def test_more_kinds_of_exact_terms(query: str, term: str) -> None:
 @pytest.mark.parametrize("query", ["We had 3 kids and #1 fan club", "I ran -- well, walked -- 5km", "Is it 20 or 30?"])
 def test_chat_punctuation_is_not_an_exact_term(query: str) -> None:
     assert exact_match_terms(query) == []
+
+
+# -- relational references resolved from the user's side -----------------------------------------------------------
+def test_relations_in_a_query_are_the_users() -> None:
+    resolver = EntityResolver()
+    resolver.observe("My sister Anna is a nurse and my dog Rex loves her.", "Maya", "user")
+    resolver.observe("My son Leo plays chess.", "Jo", "user")
+    for query in ("what does my sister do?", "what does your sister do?", "what does the user's sister do?"):
+        features = analyse_query(query, NOW)
+        assert list(resolve_relations(features, resolver).values()) == ["anna"], query
+    assert resolve_relations(analyse_query("how old is my dog?", NOW), resolver) == {"my dog": "rex"}
+    assert resolve_relations(analyse_query("does my boss like me?", NOW), resolver) == {"my boss": "my boss"}
+    assert resolve_relations(analyse_query("what does Jo do with his son?", NOW), resolver) == {"his son": "leo"}
+    assert resolve_relations(analyse_query("what does Anna do?", NOW), resolver) == {}

@@ -6,31 +6,31 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from memlane.cli.bench import bench_app
+from memlane.cli.output import OneLineErrors, dump, err, fail, out, show
 from memlane.config import PRESETS, Config
 from memlane.engine import Memory
 from memlane.errors import MemlaneError, ValidationError
 from memlane.models import Hit, MemoryItem, Message
+from memlane.security.validation import Limits, check_messages, check_time
 
 app = typer.Typer(
     name="memlane",
+    cls=OneLineErrors,
     help="Long-term memory for conversational AI: offline, embedded, explainable.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
 app.add_typer(bench_app, name="bench")
-
-out = Console(soft_wrap=True)
-err = Console(stderr=True)
 
 DbOpt = Annotated[
     Path | None,
@@ -44,12 +44,6 @@ UserOpt = Annotated[str, typer.Option("--user", "-u", help="The user scope (requ
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 
 
-def fail(message: str, code: int = 2) -> NoReturn:
-    """Print an error and exit."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
-    raise typer.Exit(code)
-
-
 @contextmanager
 def open_memory(db: Path | None, embedder: str | None) -> Iterator[Memory]:
     """A Memory for one command, with memlane errors turned into a clean exit."""
@@ -59,6 +53,8 @@ def open_memory(db: Path | None, embedder: str | None) -> Iterator[Memory]:
             yield memory
     except MemlaneError as exc:
         fail(str(exc))
+    except OSError as exc:  # the store's directory cannot be created or opened
+        fail(f"cannot open the store {str(db or 'default')[:200]!r}: {exc.strerror or type(exc).__name__}")
 
 
 def progress() -> Progress:
@@ -70,22 +66,34 @@ def progress() -> Progress:
         TimeRemainingColumn(),
         console=err,
         transient=True,
+        disable=not err.is_terminal,  # a bar is for a person watching; a pipe gets the result lines only
     )
 
 
-def dump(data: Any) -> None:
-    """Write JSON to stdout."""
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+def _read_source(source: str) -> str:
+    """The text of a file (or stdin for '-'), or a ValidationError naming what is wrong with it."""
+    try:
+        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except IsADirectoryError:
+        raise ValidationError(f"{source[:200]}: is a directory, not a file") from None
+    except OSError as exc:
+        raise ValidationError(f"cannot read {source[:200]!r}: {exc.strerror or type(exc).__name__}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{source[:200]}: not UTF-8 text (byte {exc.start})") from None
 
 
-def _read_messages(source: str) -> list[Message]:
-    raw = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    text = raw.strip()
+def _read_messages(source: str, limits: Limits) -> list[Message]:
+    """Every message of a JSON list or JSONL file, all checked before any is added."""
+    text = _read_source(source).strip()
     if not text:
         raise ValidationError(f"{source}: no messages")
     try:
         data = json.loads(text)
         rows = data if isinstance(data, list) else [data]
+    except RecursionError:
+        raise ValidationError(f"{source}: JSON nests too deeply") from None
     except json.JSONDecodeError:
         rows = []
         for n, line in enumerate(text.splitlines(), start=1):
@@ -94,18 +102,15 @@ def _read_messages(source: str) -> list[Message]:
                     rows.append(json.loads(line))
                 except json.JSONDecodeError as exc:
                     raise ValidationError(f"{source}: line {n} is not JSON: {exc.msg}") from None
-    messages: list[Message] = []
+                except RecursionError:
+                    raise ValidationError(f"{source}: line {n} nests too deeply") from None
     for n, row in enumerate(rows, start=1):
-        if isinstance(row, str):
-            messages.append(Message(content=row))
-        elif isinstance(row, dict):
-            try:
-                messages.append(Message.model_validate(row))
-            except Exception as exc:
-                raise ValidationError(f"{source}: message {n} is invalid: {exc}") from None
-        else:
+        if not isinstance(row, str | dict):
             raise ValidationError(f"{source}: message {n} must be an object or a string")
-    return messages
+    try:
+        return check_messages(rows, replace(limits, batch=max(len(rows), 1)))
+    except ValidationError as exc:
+        raise ValidationError(f"{source}: {exc}") from None
 
 
 @app.command()
@@ -136,7 +141,12 @@ def add(
         fail("give either TEXT or --file")
     with open_memory(db, embedder) as memory:
         try:
-            messages = [Message(role=role, content=text, name=name)] if text is not None else _read_messages(str(file))
+            if text is not None:
+                messages = check_messages([{"role": role, "content": text, "name": name}], memory.limits)
+            else:
+                messages = _read_messages(str(file), memory.limits)
+            if timestamp is not None:  # checked, like every message, before the first chunk is written
+                check_time(timestamp, what="--timestamp", limits=memory.limits)
             stored: list[MemoryItem] = []
             extracted: list[MemoryItem] = []
             duplicates = 0
@@ -166,13 +176,13 @@ def add(
         else:
             out.print(f"stored {len(stored)} memor{'y' if len(stored) == 1 else 'ies'}")
             for it in stored[:20]:
-                out.print(f"  {it.id}  {it.text[:80]}", highlight=False)
+                out.print(f"  {it.id}  {show(it.text[:80])}", highlight=False)
             if duplicates:
                 out.print(f"{duplicates} already stored (skipped)")
             if extracted:
                 out.print(f"extracted {len(extracted)} typed memor{'y' if len(extracted) == 1 else 'ies'}")
                 for it in extracted[:20]:
-                    out.print(f"  {it.id}  [{it.kind.value}] {it.text[:80]}", highlight=False)
+                    out.print(f"  {it.id}  \\[{it.kind.value}] {show(it.text[:80])}", highlight=False)
             for job_id in job_ids:
                 state = memory.job(job_id, user_id=user).state.value
                 out.print(f"job {job_id}: {state}", highlight=False)
@@ -186,18 +196,22 @@ def _hits_table(hits: list[Hit], explain: bool) -> Table:
     table.add_column("why")
     table.add_column("id", overflow="fold", max_width=12)
     for rank, hit in enumerate(hits, start=1):
-        who = f"{hit.memory.speaker}: " if hit.memory.speaker else ""
+        who = f"{show(hit.memory.speaker)}: " if hit.memory.speaker else ""
         when = hit.memory.timestamp.date().isoformat()
         parts = []
         for dim, b in sorted(hit.breakdown.items(), key=lambda kv: -kv[1].contribution):
             if explain:
                 parts.append(f"{dim} raw={b.raw:.3f} norm={b.normalized:.2f} x{b.weight:g} = {b.contribution:.3f}")
                 if dim in hit.triggers:
-                    parts.append(f"  [dim]{hit.triggers[dim]}[/]")
+                    parts.append(f"  [dim]{show(hit.triggers[dim])}[/]")
             else:
                 parts.append(f"{dim} {b.contribution:.2f}")
         table.add_row(
-            str(rank), f"{hit.score:.3f}", f"[dim]{when}[/] {who}{hit.memory.text}", "\n".join(parts), hit.memory.id
+            str(rank),
+            f"{hit.score:.3f}",
+            f"[dim]{when}[/] {who}{show(hit.memory.text)}",
+            "\n".join(parts),
+            show(hit.memory.id),
         )
     return table
 
@@ -271,7 +285,13 @@ def list_(
     for col in ("id", "time", "kind", "speaker", "text"):
         table.add_column(col)
     for it in items:
-        table.add_row(it.id, it.timestamp.isoformat(timespec="minutes"), it.kind.value, it.speaker or "", it.text)
+        table.add_row(
+            show(it.id),
+            it.timestamp.isoformat(timespec="minutes"),
+            it.kind.value,
+            show(it.speaker or ""),
+            show(it.text),
+        )
     out.print(table)
 
 
@@ -289,10 +309,10 @@ def delete(
     with open_memory(db, embedder) as memory:
         try:
             if all_:
-                out.print(f"deleted {memory.delete_all(user_id=user)} memories of {user}")
+                out.print(f"deleted {memory.delete_all(user_id=user)} memories of {show(user)}", highlight=False)
             else:
                 memory.delete(str(memory_id), user_id=user)
-                out.print(f"deleted {memory_id}")
+                out.print(f"deleted {show(str(memory_id))}", highlight=False)
         except MemlaneError as exc:
             fail(str(exc))
 
@@ -330,7 +350,7 @@ def jobs(
                 str(j.attempts),
                 str(len(j.payload.get("message_ids", []))),
                 j.updated_at.isoformat(timespec="seconds"),
-                (j.error or "")[:60],
+                show((j.error or "")[:60]),
             )
         out.print(table)
 
@@ -349,7 +369,7 @@ def archive(
         try:
             if restore is not None:
                 item = memory.restore(restore, user_id=user)
-                out.print(f"restored {item.id}  {item.text[:80]}", highlight=False)
+                out.print(f"restored {show(item.id)}  {show(item.text[:80])}", highlight=False)
                 return
             found = memory.archive(user_id=user, limit=limit)
         except MemlaneError as exc:
@@ -359,8 +379,8 @@ def archive(
             return
         for a in found:
             out.print(
-                f"{a.memory.id}  {a.archived_at.isoformat(timespec='seconds')}  [{a.memory.kind.value}] "
-                f"{a.memory.text[:80]}",
+                f"{show(a.memory.id)}  {a.archived_at.isoformat(timespec='seconds')}  \\[{a.memory.kind.value}] "
+                f"{show(a.memory.text[:80])}",
                 highlight=False,
             )
 
@@ -382,7 +402,7 @@ def history(
 
 @app.command()
 def export(
-    dest: Annotated[str, typer.Argument(help="Output JSONL file, or '-' for stdout.")],
+    dest: Annotated[str, typer.Argument(help="Output JSONL file (written whole or not at all), or '-' for stdout.")],
     user: Annotated[str | None, typer.Option("--user", "-u", help="Only this user.")] = None,
     db: DbOpt = None,
     embedder: EmbedderOpt = None,
@@ -391,7 +411,7 @@ def export(
     with open_memory(db, embedder) as memory:
         try:
             n = memory.export(sys.stdout if dest == "-" else Path(dest), user_id=user)
-        except (MemlaneError, OSError) as exc:
+        except MemlaneError as exc:
             fail(str(exc))
     err.print(f"exported {n} memories")
 
@@ -399,14 +419,24 @@ def export(
 @app.command(name="import")
 def import_(
     source: Annotated[str, typer.Argument(help="JSONL file written by export, or '-' for stdin.")],
+    user: Annotated[
+        str | None, typer.Option("--user", "-u", help="The user to import into (required unless --keep-user-ids).")
+    ] = None,
+    keep_user_ids: Annotated[
+        bool,
+        typer.Option("--keep-user-ids", help="Keep each memory's user id from the file (restore a whole store)."),
+    ] = False,
     db: DbOpt = None,
     embedder: EmbedderOpt = None,
 ) -> None:
-    """Import a JSONL export (all or nothing; existing ids are skipped)."""
+    """Import a JSONL export into one user (all or nothing; ids the user already has are skipped)."""
+    if (user is None) != keep_user_ids:
+        fail("give either --user USER or --keep-user-ids")
     with open_memory(db, embedder) as memory:
         try:
-            n = memory.import_(sys.stdin if source == "-" else Path(source))
-        except (MemlaneError, OSError) as exc:
+            src = sys.stdin.buffer if source == "-" else Path(source)
+            n = memory.import_(src, user_id=user, keep_user_ids=keep_user_ids)  # type: ignore[arg-type]
+        except MemlaneError as exc:
             fail(str(exc))
     out.print(f"imported {n} memories")
 
@@ -425,7 +455,7 @@ def stats(
         dump(data)
     else:
         for key, value in data.items():
-            out.print(f"{key:>11}: {value}", highlight=False)
+            out.print(f"{key:>11}: {show(str(value))}", highlight=False)
 
 
 @app.command()
@@ -522,7 +552,7 @@ def tune(
                 result = memory.tune(queries, name=name, base=base, k=k)
             except MemlaneError as exc:
                 fail(str(exc))
-    table = Table(title=f"preset {name!r} learned from {base!r}")
+    table = Table(title=f"preset {show(repr(name))} learned from {show(repr(base))}")
     table.add_column("dimension")
     table.add_column("start", justify="right")
     table.add_column("learned", justify="right")

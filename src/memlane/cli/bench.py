@@ -113,6 +113,39 @@ def bench_locomo(
         err.print(f"wrote {json_out}")
 
 
+@bench_app.command("extraction")
+def bench_extraction(
+    samples: Annotated[
+        list[Path],
+        typer.Option(
+            "--samples", help="Labelled JSONL sample file(s), e.g. tests/fixtures/extraction/claims_heldout.jsonl."
+        ),
+    ],
+    min_confidence: Annotated[float, typer.Option("--min-confidence", help="The storing threshold.")] = 0.6,
+    show_misses: Annotated[bool, typer.Option("--misses", help="List false positives and negatives.")] = False,
+) -> None:
+    """Offline extractor precision, recall and claim agreement on hand-labelled turns."""
+    from memlane.bench.extraction import load_turns, score_turns
+    from memlane.extraction.offline import RuleExtractor
+
+    extractor = RuleExtractor()
+    for path in samples:
+        try:
+            score = score_turns(extractor, load_turns(path), min_confidence=min_confidence)
+        except MemlaneError as exc:
+            _fail(str(exc))
+        out.print(
+            f"{path.name}: {score.turns} turns, tp={score.tp} fp={score.fp} fn={score.fn} "
+            f"precision={score.precision:.3f} recall={score.recall:.3f} "
+            f"claim agreement={score.claims_agree}/{score.claims}",
+            highlight=False,
+        )
+        if show_misses:
+            for miss in score.misses:
+                what = f"FP {miss.text!r}" if miss.label is None else f"FN {miss.label.kind} {list(miss.label.must)}"
+                out.print(f"  {miss.turn}: {what}", highlight=False)
+
+
 @bench_app.command("ablation")
 def bench_ablation(
     data: DataOpt,
@@ -193,6 +226,57 @@ def bench_scale(
     out.print(render_scale(report), highlight=False)
     if json_out is not None:
         write_json(report, json_out)
+        err.print(f"wrote {json_out}")
+
+
+@bench_app.command("ann")
+def bench_ann(
+    data: DataOpt,
+    memorybank: Annotated[
+        Path | None, typer.Option("--memorybank", help="MemoryBank folder (../shared/data/memorybank) for more text.")
+    ] = None,
+    sizes: Annotated[
+        list[int] | None, typer.Option("--size", help="Corpus sizes, repeatable. Default: 10k, 100k, 1M.")
+    ] = None,
+    embedder: Annotated[str, typer.Option("--embedder", help="Embedder of corpus and queries.")] = "static",
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="Candidates whose name starts with this, repeatable.")
+    ] = None,
+    ef: Annotated[list[int] | None, typer.Option("--ef", help="HNSW ef_search values, repeatable.")] = None,
+    m: Annotated[int, typer.Option("--m", help="HNSW connectivity (M).")] = 32,
+    ef_construction: Annotated[int, typer.Option("--ef-construction", help="HNSW ef_construction.")] = 200,
+    queries: Annotated[int, typer.Option("--queries", help="Timed searches per point.")] = 200,
+    cache: Annotated[
+        Path, typer.Option("--cache", help="Folder for the embedded corpus (.npy, ~1.5 GB at 1M, 384-d).")
+    ] = Path("bench-cache"),
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the rows to this JSON file.")] = None,
+) -> None:
+    """Vector-index candidates: recall@10 against exact search, latency, insert/remove cost, files, filters."""
+    import json
+
+    from memlane.bench.ann import markdown, run
+
+    try:
+        with tracking() as tracker:
+            rows = run(
+                data,
+                memorybank,
+                sizes or (10_000, 100_000, 1_000_000),
+                n_queries=queries,
+                embedder=embedder,
+                cache=cache,
+                only=only,
+                efs=tuple(ef or (64, 128, 256, 512)),
+                m=m,
+                ef_c=ef_construction,
+                tracker=tracker,
+            )
+    except MemlaneError as exc:
+        _fail(str(exc))
+    out.print(markdown(rows), highlight=False)
+    if json_out is not None:
+        payload = {"command": _command("ann"), "rows": [r.model_dump() for r in rows]}
+        json_out.write_text(json.dumps(payload, indent=1), encoding="utf-8")
         err.print(f"wrote {json_out}")
 
 

@@ -1,11 +1,11 @@
-"""Finding the entities a turn mentions (offline rules) and resolving their aliases to canonical names per user."""
+"""Finding the entities a turn mentions, by offline rules (resolving them per user is `memlane.enrich.aliases`)."""
 
 from __future__ import annotations
 
 import logging
 import re
 import unicodedata
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
@@ -128,7 +128,8 @@ _CAP_RUN: Final = re.compile(rf"(?<![\w'’]){_TITLE}?{_CAP_WORD}(?:\s+(?:{_CONN
 _SENTENCE_BREAK: Final = re.compile(r"(?:^|[.!?…:;\n\"“”(]\s*|[-–—]\s+)$")
 _MIXED_CASE: Final = re.compile(r"(?<![\w'’])[a-z]+[A-Z][\w\-]*")  # iPhone, eBay, macOS
 _KIN_MENTION: Final = re.compile(
-    rf"\b(?:my|our|his|her|their|your)\s+(?:(?:little|big|older|younger|baby|best)\s+)?(?:{_KIN})\b", re.I
+    rf"\b(?:my|our|his|her|their|your|the user['’]s)\s+(?:(?:little|big|older|younger|baby|best)\s+)?(?:{_KIN})\b",
+    re.I,
 )
 _POSSESSIVE_KIN: Final = re.compile(
     rf"(?<![\w'’])({_CAP_WORD})['’]s\s+(?:(?:little|big|older|younger|best)\s+)?(?:{_KIN})\b"
@@ -292,10 +293,6 @@ def extract_entities(text: str, speaker: str | None = None, *, known: Collection
     return mentions
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Resolution across memories.
-
-
 @dataclass(frozen=True)
 class AliasRow:
     """One row of a user's entity table: ``alias`` (a canonical key) resolves to ``target`` (a canonical name).
@@ -307,157 +304,3 @@ class AliasRow:
     target: str
     kind: str
     display: str
-
-
-_NAMED_KIN: Final = re.compile(
-    rf"\b(?P<owner>[Mm]y|[Oo]ur)\s+(?:(?:little|big|older|younger|baby|best)\s+)?(?P<kin>{_KIN})"
-    rf"(?:\s*,\s*|\s+(?:named|called)\s+|\s+is\s+(?:named|called)\s+|['’]s\s+name\s+is\s+|\s+)"
-    rf"(?P<name>{_CAP_WORD}(?:\s+{_CAP_WORD})?)"
-)
-_A_KIN_NAMED: Final = re.compile(
-    rf"\b(?P<owner>[Aa]n?|[Tt]he)\s+(?:new\s+|little\s+|baby\s+)?(?P<kin>{_KIN})\s+(?:named|called)\s+"
-    rf"(?P<name>{_CAP_WORD}(?:\s+{_CAP_WORD})?)"
-)
-_NAME_THEN_KIN: Final = re.compile(
-    rf"(?P<name>{_CAP_WORD}(?:\s+{_CAP_WORD})?)\s*(?:,|\(|-|–)\s*(?P<owner>[Mm]y|[Oo]ur)\s+"
-    rf"(?:(?:little|big|older|younger|baby|best)\s+)?(?P<kin>{_KIN})\b"
-)
-
-
-class EntityResolver:
-    """A per-user alias table, learnt from the turns it observes, held in memory.
-
-    It learns ``speaker's kin -> name`` from "my sister Anna", "my dog named Pepper" and "Anna, my sister";
-    ``first name -> full name`` once a full name was seen (and forgets it when two full names share it). Persist
-    it with ``to_rows()`` / ``from_rows()``.
-    """
-
-    def __init__(self) -> None:
-        self._aliases: dict[str, str] = {}
-        self._kinds: dict[str, str] = {}
-        self._display: dict[str, str] = {}
-        self._ambiguous: set[str] = set()
-
-    def __len__(self) -> int:
-        return len(self._kinds)
-
-    @property
-    def names(self) -> list[str]:
-        """Canonical names of the entities known so far."""
-        return sorted(self._kinds)
-
-    def _add_entity(self, display: str, kind: str) -> str:
-        key = _strip_honorific(canonical(display))
-        if not key:
-            return key
-        if key in self._aliases:  # a known alias, e.g. a first name already tied to a full name
-            return self._aliases[key]
-        if key not in self._kinds or (self._kinds[key] == "other" and kind != "other"):
-            self._kinds[key] = kind
-        if len(display) >= len(self._display.get(key, "")):
-            self._display[key] = display.strip()
-        words = key.split()
-        if kind == "person" and len(words) in (2, 3):
-            self._learn_first_name(words[0], key)
-        return key
-
-    def _learn_first_name(self, first: str, full: str) -> None:
-        if first in self._ambiguous:
-            return
-        current = self._aliases.get(first)
-        if current is not None and current != full:
-            del self._aliases[first]
-            self._ambiguous.add(first)
-            return
-        self._aliases[first] = full
-        if first in self._kinds:  # the first name seen alone so far was this person all along
-            del self._kinds[first]
-            self._display.pop(first, None)
-            for alias, target in self._aliases.items():
-                if target == first:
-                    self._aliases[alias] = full
-
-    def _add_alias(self, alias: str, target: str) -> None:
-        alias = canonical(alias)
-        if alias and target and alias != target:
-            self._aliases[alias] = target
-
-    def observe(self, text: str, speaker: str | None = None) -> list[EntityMention]:
-        """Learn the entities and aliases of one turn; returns the turn's mentions."""
-        mentions = extract_entities(text, speaker, known=self._kinds.keys() | self._aliases.keys())
-        for mention in mentions:
-            relational = _KIN_MENTION.fullmatch(mention.text) or _POSSESSIVE_KIN.fullmatch(mention.text)
-            if mention.kind not in ("date", "quantity") and not relational:
-                self._add_entity(mention.text, mention.kind)
-        owner = canonical(speaker) if speaker else ""
-        for pattern in (_NAMED_KIN, _A_KIN_NAMED, _NAME_THEN_KIN):
-            for match in pattern.finditer(text):
-                name = match.group("name")
-                if canonical(name) in _NOT_NAMES:
-                    continue
-                kin = canonical(match.group("kin"))
-                target = self._add_entity(name, "other" if kin in _ANIMALS else "person")
-                self._add_alias(f"{owner} {kin}" if owner else f"my {kin}", target)
-        return mentions
-
-    def resolve(self, mention_text: str, speaker: str | None = None) -> str:
-        """The canonical name a mention refers to; the mention's own canonical form when nothing better is known.
-
-        "my sister" resolves through ``speaker`` ("Caroline's sister" works without one); a first name resolves
-        to the full name; a unique prefix of at least three letters of one known first name ("Mel") resolves to
-        that person.
-        """
-        key = _strip_honorific(canonical(mention_text))
-        if not key:
-            return key
-        words = key.split()
-        if speaker and words[0] in ("my", "our"):
-            owned = canonical(f"{speaker} {' '.join(words[1:])}")
-            if owned in self._aliases:
-                key = owned
-        for _ in range(4):  # follow alias chains, bounded against cycles
-            target = self._aliases.get(key)
-            if target is None or target == key:
-                break
-            key = target
-        if len(key.split()) != 1 or len(key) < 3 or self._kinds.get(key, "person") != "person":
-            return key
-        # a short form of exactly one known person's first name ("Mel" for Melanie)
-        longer = {
-            name for name, kind in self._kinds.items() if kind == "person" and name != key and name.startswith(key)
-        }
-        return longer.pop() if len(longer) == 1 else key
-
-    def resolve_all(self, mentions: Iterable[EntityMention], speaker: str | None = None) -> list[str]:
-        """Distinct canonical names of the person, place, organisation, product and other mentions, in order."""
-        out: dict[str, None] = {}
-        for mention in mentions:
-            if mention.kind in ("date", "quantity"):
-                continue
-            name = self.resolve(mention.text, speaker)
-            if name:
-                out.setdefault(name, None)
-        return list(out)
-
-    def to_rows(self) -> list[AliasRow]:
-        """The table: one row per entity (alias == target) and one per alias."""
-        rows = [AliasRow(key, key, kind, self._display.get(key, key)) for key, kind in sorted(self._kinds.items())]
-        for alias in sorted(self._aliases):
-            target = self.resolve(alias)
-            if alias != target and alias not in self._kinds:
-                rows.append(
-                    AliasRow(alias, target, self._kinds.get(target, "other"), self._display.get(target, target))
-                )
-        return rows
-
-    @classmethod
-    def from_rows(cls, rows: Iterable[AliasRow]) -> EntityResolver:
-        """Rebuild a resolver from rows written by ``to_rows``."""
-        resolver = cls()
-        for row in rows:
-            if row.alias == row.target:
-                resolver._kinds[row.target] = row.kind
-                resolver._display[row.target] = row.display
-            else:
-                resolver._aliases[row.alias] = row.target
-        return resolver

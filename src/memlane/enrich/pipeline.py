@@ -7,8 +7,9 @@ import threading
 from collections.abc import Sequence
 
 from memlane.embedding.base import Embedder, Vectors
+from memlane.enrich.aliases import EntityResolver
 from memlane.enrich.classify import CATEGORIES, INTENTS, IntentClassifier, PrototypeClassifier
-from memlane.enrich.entities import EntityResolver, canonical
+from memlane.enrich.entities import canonical
 from memlane.enrich.importance import importance
 from memlane.enrich.temporal import candidate_matches, event_time
 from memlane.models import MemoryItem
@@ -42,8 +43,8 @@ class Enricher:
             categories = self._categories.best(vectors)
             intents = self._intents.best(vectors, [it.text for it in items])
         for item, category, intent in zip(items, categories, intents, strict=True):
-            mentions = resolver.observe(item.text, item.speaker)
-            names = resolver.resolve_all(mentions, item.speaker)
+            mentions = resolver.observe(item.text, item.speaker, item.role)
+            names = resolver.resolve_all(mentions, item.speaker, item.role)
             speaker = canonical(item.speaker) if item.speaker else ""
             item.entities = list(dict.fromkeys([speaker, *names] if speaker else names))
             times = candidate_matches(item.text)  # one regex pass, shared by event time and importance

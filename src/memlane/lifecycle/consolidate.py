@@ -109,7 +109,34 @@ def supersede(old: MemoryItem, new_id: str, at: datetime) -> MemoryItem:
     return closed
 
 
+Claim = tuple[str | None, str | None, str | None]
+
+
+def contradicts(new: Claim, old: Claim) -> bool:
+    """Whether claim ``new`` replaces claim ``old`` (both folded) of the same subject.
+
+    The same attribute with another value does ("residence Denver" -> "residence Austin"); so does a negated
+    preference of the thing an old favourite names ("preference coffee = dislikes" closes "favourite drink =
+    coffee"), and a favourite of a thing that was disliked ("favourite drink = tea" closes "preference tea =
+    dislikes").
+    """
+    subject, attribute, value = new
+    if not subject or not attribute or subject != old[0]:
+        return False
+    if attribute == old[1]:
+        return value != old[2]
+    old_attribute, old_value = old[1] or "", old[2]
+    if attribute.startswith("preference ") and value == "dislikes":
+        return old_attribute.startswith("favourite ") and old_value == attribute.removeprefix("preference ")
+    if attribute.startswith("favourite ") and value:
+        return old_attribute == f"preference {value}" and old_value == "dislikes"
+    return False
+
+
 def _time_of(item: MemoryItem) -> datetime:
+    """When a memory's claim was true from: its event time, except for a plan, whose event lies ahead of it."""
+    if item.kind is MemoryKind.PLAN:
+        return as_utc(item.timestamp)
     return as_utc(item.event_time or item.timestamp)
 
 
@@ -118,7 +145,7 @@ class RuleConsolidator:
 
     1. NOOP when a related typed memory of the same kind has the same normalised text.
     2. Same subject and attribute (from the candidate and the memory's metadata): the same value is a MERGE; a
-       different value from a candidate whose event time (else its message time) is not older is a SUPERSEDE of
+       contradicting claim (``contradicts``: another value, or a negated preference of an old favourite) from a candidate whose event time (else its message time) is not older is a SUPERSEDE of
        every such memory; an older candidate is ADDed already closed (``valid_until`` = the newer memory's time).
     3. A near-duplicate (similarity and entity overlap over ``thresholds``) is a MERGE into the most similar one.
     4. Otherwise ADD. Messages and already superseded memories are never targets.
@@ -142,9 +169,9 @@ class RuleConsolidator:
                 return Decision(
                     action=Action.MERGE, targets=[best.item.id], reason=f"restates {attribute} of {subject}"
                 )
-            conflicting = [r for r in same if claim_of(r.item)[2] != value]
+            conflicting = [r for r in live if contradicts((subject, attribute, value), claim_of(r.item))]
             if conflicting:
-                when = as_utc(candidate.event_time or at)
+                when = as_utc(at if candidate.kind is MemoryKind.PLAN else candidate.event_time or at)
                 older = [r for r in conflicting if _time_of(r.item) <= when]
                 newer = [r for r in conflicting if _time_of(r.item) > when]
                 if older:

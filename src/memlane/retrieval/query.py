@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
+from memlane.enrich.aliases import EntityResolver, relation_of
 from memlane.enrich.entities import EntityMention, canonical, extract_entities
 from memlane.enrich.temporal import TimeSpan, query_time_range
 from memlane.retrieval.text import STOPWORDS, query_terms
@@ -200,3 +201,22 @@ def analyse_query(query: str, now: datetime, *, known_entities: Iterable[str] = 
         wants_time=_WANTS_TIME.search(query) is not None,
         is_counting=_COUNTING.search(query) is not None,
     )
+
+
+def resolve_relations(features: QueryFeatures, resolver: EntityResolver) -> dict[str, str]:
+    """The query's relational mentions resolved through the user's alias table: mention key -> entity.
+
+    The query is the user's: "my sister" and "the user's sister" are the user's sister, and so is "your sister"
+    (a query worded by the assistant); "her kids" are the kids of the one person the query names. A mention
+    that does not resolve maps to the key it is stored under ("my sister"), which unnamed mentions share.
+    """
+    people = {canonical(m.text) for m in features.entities if m.kind == "person" and relation_of(m.text) is None} - {""}
+    about = people.pop() if len(people) == 1 else None
+    out: dict[str, str] = {}
+    for mention in features.entities:
+        relation = relation_of(mention.text)
+        if relation is None:
+            continue
+        entity, key = resolver.resolve_relation(relation, None, "user", about)
+        out[canonical(mention.text)] = entity or key
+    return out

@@ -11,13 +11,14 @@ from typing import Protocol
 
 from memlane.config import RetrievalPreset
 from memlane.embedding.base import Embedder, Vectors
+from memlane.enrich.aliases import EntityResolver, relation_of
 from memlane.enrich.entities import canonical
 from memlane.enrich.pipeline import Enricher
 from memlane.enrich.temporal import TimeSpan
 from memlane.models import Filters, Hit
 from memlane.retrieval.context import context_scores, session_scores
 from memlane.retrieval.fusion import Fused, FusionSpec, fuse, normalize
-from memlane.retrieval.query import QueryFeatures, analyse_query
+from memlane.retrieval.query import QueryFeatures, analyse_query, resolve_relations
 from memlane.store.base import CandidateIndex, EntityIndex, RecordReader, TextIndex, VectorIndex
 from memlane.store.records import CandidateFacts
 
@@ -66,8 +67,15 @@ class Planner:
     """Turns query features and a preset into a ``QueryPlan``: a dimension the query gives no evidence for is off."""
 
     def plan(
-        self, features: QueryFeatures, preset: RetrievalPreset, entities: Sequence[str], speakers: Sequence[str] = ()
+        self,
+        features: QueryFeatures,
+        preset: RetrievalPreset,
+        entities: Sequence[str],
+        speakers: Sequence[str] = (),
+        *,
+        via: Mapping[str, str] | None = None,
     ) -> QueryPlan:
+        """The plan; ``via`` maps an entity to the query's words that named it ("anna" -> "my sister")."""
         spec = preset.fusion
         weights = dict(spec.weights)
         triggers: dict[str, str] = {}
@@ -82,7 +90,10 @@ class Planner:
                 triggers["lexical"] += f"; exact-match terms {shown}: keyword weight x{preset.keyword_boost:g}"
         if "entity" in weights:
             if entities:
-                triggers["entity"] = "the query names " + ", ".join(repr(e) for e in entities)
+                named = via or {}
+                triggers["entity"] = "the query names " + ", ".join(
+                    f"{e!r} (as {named[e]!r})" if e in named else repr(e) for e in entities
+                )
             else:
                 weights["entity"] = 0.0
         if "context" in weights:
@@ -198,9 +209,16 @@ class Retriever:
         features = analyse_query(query, now, known_entities=known)
         entities: list[str] = []
         speakers: list[str] = []
+        via: dict[str, str] = {}
         if "entity" in weights:
             keys = list(dict.fromkeys([*features.entity_keys, *known]))
             aliases = self._store.resolve_aliases(user_id, keys)
+            if any(relation_of(m.text) for m in features.entities):  # "my sister": whose, through the alias table
+                resolver = EntityResolver.from_rows(self._store.entity_aliases(user_id))
+                for phrase, target in resolve_relations(features, resolver).items():
+                    aliases[phrase] = target
+                    if target != phrase:
+                        via.setdefault(target, phrase)
             entities = self._store.known_entities(user_id, [aliases.get(k, k) for k in keys])
             speakers = self._store.speakers(user_id, [k for k in keys if aliases.get(k, k) in entities])
         if qvec is not None and ("category" in weights or "intent" in weights):
@@ -210,7 +228,7 @@ class Retriever:
                 category=category if c_score >= preset.label_confidence else None,
                 intent=intent if i_score >= preset.label_confidence else None,
             )
-        return self._planner.plan(features, preset, entities, speakers)
+        return self._planner.plan(features, preset, entities, speakers, via={e: via[e] for e in entities if e in via})
 
     def plan_and_embed(
         self, query: str, user_id: str, preset: RetrievalPreset, now: datetime
@@ -243,13 +261,11 @@ class Retriever:
             qvec = None
         if qvec is not None:
             signals["dense"] = dict(self._store.vector_search(user_id, qvec, n, filters))
-        lexical_all: dict[str, float] = {}
         if "lexical" in dims:
-            lexical_all = dict(self._store.text_search(user_id, plan.terms, None, filters))
-            signals["lexical"] = dict(sorted(lexical_all.items(), key=lambda kv: -kv[1])[:n])
+            signals["lexical"] = dict(self._store.text_search(user_id, plan.terms, n, filters))
         pool = list(dict.fromkeys(k for s in signals.values() for k in s))
         returnable = set(pool)
-        self._complete(signals, qvec, lexical_all, user_id, pool)
+        self._complete(signals, qvec, plan.terms, filters, user_id, pool)
         facts: dict[str, CandidateFacts] = {}
         if dims & {"context", "session"} and pool:
             # The turns around the strongest candidates join the pool: a turn can be found by the turn that
@@ -260,7 +276,7 @@ class Retriever:
             extra = [k for k in around if k not in returnable]
             returnable |= self._store.matching(user_id, extra, filters)
             pool = list(dict.fromkeys([*pool, *around]))
-            self._complete(signals, qvec, lexical_all, user_id, extra)
+            self._complete(signals, qvec, plan.terms, filters, user_id, extra)
             facts = self._facts(user_id, pool, plan, dims)
             where = {k: (f.session_id, f.position) for k, f in facts.items() if f.position is not None}
             base = self._base(signals, plan.fusion)
@@ -301,7 +317,8 @@ class Retriever:
         self,
         signals: dict[str, dict[str, float]],
         qvec: Vectors | None,
-        lexical_all: Mapping[str, float],
+        terms: Sequence[str],
+        filters: Filters,
         user_id: str,
         keys: Sequence[str],
     ) -> None:
@@ -310,7 +327,9 @@ class Retriever:
             missing = [k for k in keys if k not in signals["dense"]]
             signals["dense"].update(self._store.vector_scores(user_id, qvec, missing))
         if "lexical" in signals:
-            signals["lexical"].update({k: lexical_all.get(k, 0.0) for k in keys if k not in signals["lexical"]})
+            missing = [k for k in keys if k not in signals["lexical"]]
+            found = self._store.text_scores(user_id, terms, missing, filters) if missing else {}
+            signals["lexical"].update({k: found.get(k, 0.0) for k in missing})
 
     @staticmethod
     def _base(signals: Mapping[str, Mapping[str, float]], spec: FusionSpec) -> dict[str, float]:

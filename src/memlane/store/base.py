@@ -130,14 +130,17 @@ class TextIndex(Protocol):
     """Full-text (BM25) search over the memories' index bodies."""
 
     def text_search(self, user_id: str, terms: Sequence[str], limit: int | None, filters: Filters) -> ScoredIds:
-        """Memories matching any of ``terms`` with their BM25 score (higher is better), best first: the best
-        ``limit``, or every match when ``limit`` is None.
+        """Memories matching any of ``terms`` with their BM25 score (higher is better), best first (ties: the
+        earlier stored first): the best ``limit``, or every match when ``limit`` is None. Only the best ``limit``
+        leave the index.
         """
         ...
 
-    def text_scores(self, user_id: str, terms: Sequence[str], memory_ids: Sequence[str]) -> dict[str, float]:
-        """The BM25 score of each given memory that matches any of ``terms`` (the same scores ``text_search`` gives;
-        memories that do not match are left out). Costs O(given memories), not O(matches).
+    def text_scores(
+        self, user_id: str, terms: Sequence[str], memory_ids: Sequence[str], filters: Filters
+    ) -> dict[str, float]:
+        """The BM25 score ``text_search`` gives each of the given memories that matches ``terms`` and passes
+        ``filters`` (the others are left out), without scoring or returning any other match.
         """
         ...
 

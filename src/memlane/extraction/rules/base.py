@@ -21,7 +21,7 @@ ANIMALS = (
 RELS = (
     r"wife|husband|partner|boyfriend|girlfriend|fianc[eé]e?|son|daughter|sister|brother|mom|mum|mother|dad|father|"
     r"best friend|friend|boss|cousin|grandma|grandmother|grandpa|grandfather|aunt|uncle|niece|nephew|roommate|"
-    r"colleague|coworker|stepson|stepdaughter|kid|child|baby"
+    r"colleague|coworker|stepson|stepdaughter|kid|child|baby|neighbou?r|flatmate"
 )
 SINGLE_RELS = frozenset(
     [
@@ -98,7 +98,8 @@ TRIVIAL_ACT = re.compile(
     r"look|need|figure|wait|pass|stop|leave it|talk|text|message|reply|answer)\b",
     re.IGNORECASE,
 )
-SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+# a sentence ends at . ! ? (not after a title: "Dr. Okafor") or a line break
+SENTENCES = re.compile(r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bProf\.)(?<=[.!?])\s+|\n+")
 
 
 @dataclass
@@ -131,10 +132,99 @@ class Draft:
 RuleFn = Callable[[Clause], list[Draft]]
 
 
+_CHANGE_WORDS = re.compile(
+    r"\s+(?:any ?more|now|these days|nowadays|lately|at all|either|instead|any longer|no more)\b.*$", re.IGNORECASE
+)
+
+
 def claim_key(text: str) -> str:
-    """The first words of an object, without articles: the key a preference is compared by ("preference tea")."""
-    words = re.sub(r"^(?:the|a|an|my|some)\s+", "", text.strip().lower()).split()
+    """The first words of an object, without articles or change words: the key a preference is compared by.
+
+    "the coffee anymore" and "coffee" both give "coffee", so "I don't like coffee anymore" states the same claim
+    as "I love coffee", with another value.
+    """
+    text = _TRAILING_TIME.sub("", _CHANGE_WORDS.sub("", text.strip()))
+    words = re.sub(r"^(?:the|a|an|my|some|any)\s+", "", text.lower()).split()
     return " ".join(words[:4])
+
+
+#: What a thing someone prefers is a kind of: "I prefer tea now" states the favourite drink.
+CATEGORIES: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "coffee",
+            "tea",
+            "decaf",
+            "espresso",
+            "latte",
+            "cappuccino",
+            "matcha",
+            "beer",
+            "wine",
+            "water",
+            "juice",
+            "soda",
+            "cola",
+            "kombucha",
+            "cider",
+            "whisky",
+            "whiskey",
+            "gin",
+            "vodka",
+            "rum",
+            "lemonade",
+            "smoothies",
+            "smoothie",
+            "hot",
+            "chocolate",
+            "green",
+            "tea",
+            "black",
+            "tea",
+            "herbal",
+            "tea",
+        ],
+        "drink",
+    ),
+    **dict.fromkeys(
+        ["oat milk", "almond milk", "soy milk", "cow's milk", "whole milk", "skim milk", "rice milk"], "milk"
+    ),
+    **dict.fromkeys(["cats", "dogs"], "pet"),
+    **dict.fromkeys(["trains", "planes", "buses", "cars", "bikes"], "transport"),
+    **dict.fromkeys(["audiobooks", "ebooks", "e-books", "podcasts", "paperbacks"], "reading format"),
+}
+
+
+def category_of(key: str) -> str | None:
+    """The category of a claim key ("tea" -> "drink"), or None when it is not one the rules know."""
+    return CATEGORIES.get(key.strip().lower())
+
+
+def gerund(verb: str) -> str:
+    """The -ing form of a base verb ("run" -> "running", "smoke" -> "smoking"); -ing forms are kept."""
+    low = verb.lower()
+    if low.endswith("ing") and len(low) > 4:
+        return low
+    if low.endswith("e") and not low.endswith(("ee", "ye", "oe")):
+        return low[:-1] + "ing"
+    if re.fullmatch(r"[^aeiou]*[aeiou][bdgmnprt]", low):
+        return low + low[-1] + "ing"
+    return low + "ing"
+
+
+#: A time phrase a sentence may open with ("Two weeks ago I ran ...", "Last May I visited ...").
+LEADING_TIME = (
+    r"(?:yesterday|today|earlier today|this (?:morning|afternoon|evening|week|month|year|weekend|spring|summer|"
+    r"autumn|fall|winter)|last (?:\w+)|(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"a few|a couple of|several|\d+) (?:days?|weeks?|months?|years?) ago|in (?:19|20)\d\d|back in \w+(?: \d{4})?|"
+    r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))"
+)
+_TRAILING_TIME = re.compile(
+    rf"\s+(?:{LEADING_TIME}|(?:in|since|until|by) (?:january|february|march|april|may|june|july|august|september|"
+    r"october|november|december|spring|summer|autumn|fall|winter)\b|for (?:a|an|\w+) (?:days?|weeks?|months?|years?))"
+    r"\b.*$",
+    re.IGNORECASE,
+)
 
 
 def standalone(clause: Clause, span: str, prefer: Prefer | None) -> tuple[str, datetime | None]:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
+from memlane.enrich.entities import canonical
 from memlane.extraction.rewrite import absolutise, finish_sentence
 from memlane.extraction.rules.base import (
     ANIMALS,
+    LEADING_TIME,
     MONTHS_DAYS,
     PLACE,
     RELS,
@@ -19,12 +22,17 @@ from memlane.extraction.rules.base import (
     rx,
     standalone,
 )
+from memlane.extraction.rules.changes import states_age
 from memlane.models import MemoryKind
 
 # -- pets and people -------------------------------------------------------------------------------------------
 _OWNS = rx(r"(?i:\bi (?:just |recently |finally )?(?P<verb>got|have|adopted|bought|rescued|own|found|brought home)\b)")
 _PET = rx(
     rf"(?i:\b(?P<animal>{ANIMALS})(?:\s+(?!named|called)[a-z]+)?,?\s+(?:named|called|whose name is)\s+)(?P<name>[A-Z][\w'-]+)"
+)
+_MY_PET = rx(
+    rf"(?i:\bmy (?:(?:new|little|old|sweet|baby|senior|rescue) )?(?P<animal>{ANIMALS}),? (?:(?:named|called) )?)"
+    r"(?P<name>[A-Z][a-z][\w'-]*)\b"
 )
 _REL_NAMED = rx(rf"(?i:\bmy (?P<rel>{RELS})(?:'s| is)? (?:called|named) )(?P<name>[A-Z][\w'-]+)")
 _REL_APPOSITIVE = rx(
@@ -47,21 +55,9 @@ def people(clause: Clause) -> list[Draft]:
             animal, name = pm.group("animal").lower(), pm.group("name")
             if name.lower() in MONTHS_DAYS:
                 continue
-            sentence = finish_sentence(f"{clause.subject} has a {animal} named {name}")
-            out.append(
-                make_draft(
-                    clause,
-                    "pet",
-                    MemoryKind.FACT,
-                    sentence,
-                    0.85,
-                    0.6,
-                    event_time=when,
-                    attribute=f"pet {name.lower()}",
-                    value=animal,
-                    entities=[name],
-                )
-            )
+            out.append(_pet(clause, animal, name, when))
+    if not out and (m := _MY_PET.search(text)) and m.group("name").lower() not in MONTHS_DAYS:
+        out.append(_pet(clause, m.group("animal").lower(), m.group("name"), None))
     if out:
         return out
     if m := _REL_NAMED.search(text):
@@ -71,15 +67,37 @@ def people(clause: Clause) -> list[Draft]:
     if (m := _REL_APPOSITIVE.search(text)) and m.group("name").lower() not in MONTHS_DAYS:
         rel, name, rest = m.group("rel").lower(), m.group("name"), m.group("rest").strip()
         out.append(_relation(clause, "relation-appositive", rel, name, 0.75))
-        if rest and re.match(
-            r"(?i)(?:is|was|works|lives|has|had|loves|likes|enjoys|hates|just|got|moved|turned|will|started|and)\b",
-            rest,
+        if (
+            rest
+            and not states_age(text)
+            and re.match(
+                r"(?i)(?:is|was|works|lives|has|had|loves|likes|enjoys|hates|just|got|moved|turned|will|started|and|"
+                r"[a-z]+(?<!ss)s|[a-z]{3,}ed)\b",
+                rest,
+            )
         ):
             out.append(_about_other(clause, f"my {rel} {name} {rest}", "relation-detail", [name]))
         return out
     if m := _REL_STATEMENT.search(text):
         out.append(_about_other(clause, m.group(0), "relation-statement", []))
     return out
+
+
+def _pet(clause: Clause, animal: str, name: str, when: datetime | None) -> Draft:
+    """An ``entity`` memory for a named pet: "Rex is Maya's dog."; its claim is ``pet <name> = <animal>``."""
+    sentence = finish_sentence(f"{name} is {clause.subject}'s {animal}")
+    return make_draft(
+        clause,
+        "pet",
+        MemoryKind.ENTITY,
+        sentence,
+        0.85,
+        0.6,
+        event_time=when,
+        attribute=f"pet {name.lower()}",
+        value=animal,
+        entities=[name],
+    )
 
 
 def _relation(clause: Clause, rule: str, rel: str, name: str, confidence: float) -> Draft:
@@ -107,6 +125,50 @@ def _about_other(clause: Clause, span: str, rule: str, entities: list[str]) -> D
     )
 
 
+# -- people known by their role, and places of one's own ----------------------------------------------------------
+_ROLE_PEOPLE = (
+    r"doctor|gp|therapist|counsell?or|dentist|personal trainer|trainer|landlord|landlady|tutor|coach|mentor|vet|"
+    r"lawyer|accountant|hairdresser|barber|physio|physiotherapist|teacher|piano teacher|manager"
+)
+_OWN_PLACES = (
+    r"gym|school|university|college|church|pub|cafe|café|coffee shop|restaurant|bar|hometown|neighbou?rhood|"
+    r"book club|running club|club|band|yoga studio|studio|choir"
+)
+_NAMED_THING = rx(
+    rf"(?i:\bmy (?:(?:local|old|new|current|regular) )?(?P<what>{_ROLE_PEOPLE}|{_OWN_PLACES})"
+    r"(?:,\s*|\s+is called\s+|\s+is named\s+|\s+called\s+|\s+named\s+|\s+is\s+|\s+))"
+    r"(?P<name>(?:(?:Dr|Mr|Mrs|Ms|Prof)\.?\s+|The\s+)?[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*){0,3})"
+)
+
+
+def named_things(clause: Clause) -> list[Draft]:
+    """``entity`` memories for people known by role and places of one's own: "My therapist Dr. Okafor",
+    "my gym, Iron Temple", "My hometown is Galway"; the claim is ``<role or place> = <name>``.
+    """
+    if "favourite" in clause.fired:
+        return []
+    m = _NAMED_THING.search(clause.text)
+    if m is None:
+        return []
+    what, name = m.group("what").lower(), m.group("name").rstrip(".")
+    if name.split()[-1].lower() in MONTHS_DAYS or canonical(name) in ("i", "the"):
+        return []
+    person = re.fullmatch(_ROLE_PEOPLE, what) is not None
+    return [
+        make_draft(
+            clause,
+            "named-person" if person else "named-place",
+            MemoryKind.ENTITY,
+            finish_sentence(f"{name} is {clause.subject}'s {what}"),
+            0.8,
+            0.5,
+            attribute=what,
+            value=name,
+            entities=[name],
+        )
+    ]
+
+
 # -- plans and events ----------------------------------------------------------------------------------------------
 _PLAN = rx(
     r"(?i:\b(?P<who>i(?:'m| am)|we(?:'re| are)) (?:(?:really |definitely |finally )?(?:going to|gonna|planning to|planning on|"
@@ -121,10 +183,10 @@ _PROGRESSIVE = rx(
     r"hosting|attending|running|taking|having|moving)\b)(?P<act>[^;.!?]{0,120})"
 )
 _EVENT = rx(
-    r"(?i:^(?P<who>i|we) (?:just |recently |finally |also |officially )?(?:got engaged|got married|got divorced|"
+    rf"(?i:^(?P<lead>{LEADING_TIME},? )?(?P<who>i|we) (?:just |recently |finally |also |officially )?(?:got engaged|got married|got divorced|"
     r"got promoted|got (?:a|my) (?:new )?(?:job|degree|license|licence|diploma)|graduated|started|finished|ran|visited|"
     r"went|bought|adopted|joined|quit|lost|won|met|booked|completed|passed|travell?ed|celebrated|retired|left|sold|"
-    r"climbed|hiked|flew|launched|published|broke up|signed|opened|had (?:a|my|our) (?:baby|wedding|surgery))\b)"
+    r"climbed|hiked|flew|launched|published|broke up|signed|opened|saw|played|baked|cooked|watched|attended|drove|swam|moved|finally|had (?:a|my|our) (?:baby|wedding|surgery|party))\b)"
 )
 
 
@@ -147,7 +209,15 @@ def plans(clause: Clause) -> list[Draft]:
             confidence -= 0.15
         if m.group("who").lower().startswith("we"):
             confidence -= 0.05
-        place = re.search(r"\bto " + PLACE, text[m.start() :])
+        place = re.search(r"\b(?:to|visit|visiting|in) " + PLACE, text[m.start() :])
+        if place and place.group("v").split()[0].lower() in MONTHS_DAYS:
+            place = None
+        if moving:
+            attribute, value = "planned move", place.group("v") if place else None
+        elif place:
+            attribute, value = f"plan {place.group('v').lower()}", "planned"
+        else:
+            attribute, value = None, None
         return [
             make_draft(
                 clause,
@@ -157,8 +227,8 @@ def plans(clause: Clause) -> list[Draft]:
                 confidence,
                 0.6,
                 event_time=when,
-                attribute="planned move" if moving else None,
-                value=place.group("v") if (moving and place) else None,
+                attribute=attribute,
+                value=value,
                 entities=capitalised_names(text[m.start() :]),
             )
         ]
@@ -170,8 +240,13 @@ def events(clause: Clause) -> list[Draft]:
     m = _EVENT.search(clause.text)
     if not m:
         return []
-    sentence, when = standalone(clause, clause.text[m.start() :], "past")
-    confidence = 0.75 if when is not None else 0.45
+    span = clause.text[m.start() :]
+    lead = m.group("lead")
+    if lead:  # "Two weeks ago I ran ..." reads better as "... ran ... two weeks ago" once the date is absolute
+        span = f"{clause.text[m.end('lead') :].rstrip(' .!')} {lead.strip(' ,')}"
+    sentence, when = standalone(clause, span, "past")
+    # an explicit time phrase opening the sentence marks a real event even when it stays relative ("last summer")
+    confidence = 0.75 if when is not None or lead else 0.45
     return [
         make_draft(
             clause,

@@ -13,10 +13,12 @@ from memlane.extraction.rules.base import (
     Draft,
     capitalised_names,
     claim_key,
+    gerund,
     make_draft,
     rx,
     standalone,
 )
+from memlane.extraction.rules.changes import preference_claim
 from memlane.models import MemoryKind
 
 # -- preferences -------------------------------------------------------------------------------------------------
@@ -83,6 +85,9 @@ def preferences(clause: Clause) -> list[Draft]:
             return out
         mild = m.groupdict().get("verb") == "like"
         sentence, _ = standalone(clause, text[m.start() : m.end()], None)
+        if (m.groupdict().get("verb") or "").lower() == "prefer":
+            out.append(preference_claim(clause, "prefer", sentence, obj))
+            return out
         out.append(
             make_draft(
                 clause,
@@ -131,9 +136,10 @@ _HAVE_COUNT = rx(
 _HAVE_NONE = rx(r"(?i:^i (?:don't|do not) have (?:any )?(?P<v>siblings|brothers|sisters|kids|children|pets)\b)")
 _USED_TO = rx(r"(?i:^i used to )(?P<v>[^,;.!?]{3,80}?)" + CUT)
 _HABIT = rx(
-    r"(?i:^i (?:usually |always |often |regularly )?(?:play|go|swim|run|cook|practi[cs]e|volunteer|teach|sing|dance|"
-    r"read|walk|train|meditate|paint|bake|cycle|bike|hike|surf|ski|knit|garden|do yoga|work out|attend)\b"
-    r"[^,;.!?]*?\b(?:every|each|twice a|once a|three times a|daily|weekly)\b[^,;.!?]*)"
+    r"(?i:^i (?:usually |always |often |regularly )?(?P<verb>play|go|swim|run|cook|practi[cs]e|volunteer|teach|sing|"
+    r"dance|read|walk|train|meditate|paint|bake|cycle|bike|hike|surf|ski|knit|garden|do yoga|work out|attend)\b"
+    r"(?P<what>[^,;.!?]*?)\b(?:every|each|twice a|once a|three times a|daily|weekly|on (?:weekends|\w+days))\b"
+    r"[^,;.!?]*)"
 )
 
 
@@ -270,7 +276,19 @@ def facts(clause: Clause) -> list[Draft]:
         out.append(make_draft(clause, "used-to", MemoryKind.FACT, sentence, 0.65, 0.4))
     if m := _HABIT.search(text):
         sentence, _ = standalone(clause, text[m.start() : m.end()], None)
+        verb, what = m.group("verb").lower(), (m.group("what") or "").strip().lower()
+        key = what if verb in ("play", "practice", "practise", "do", "go") and what else gerund(verb.split()[-1])
         out.append(
-            make_draft(clause, "habit", MemoryKind.FACT, sentence, 0.7, 0.5, entities=capitalised_names(m.group(0)))
+            make_draft(
+                clause,
+                "habit",
+                MemoryKind.FACT,
+                sentence,
+                0.7,
+                0.5,
+                attribute=f"habit {claim_key(key)}" if key.replace(" ", "").isalpha() else None,
+                value="regularly" if key.replace(" ", "").isalpha() else None,
+                entities=capitalised_names(m.group(0)),
+            )
         )
     return out

@@ -11,11 +11,11 @@ import numpy as np
 
 from memlane.errors import NotFoundError
 from memlane.models import ArchivedMemory, HistoryEvent, MemoryItem
+from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database
 from memlane.store.sqlite.history import log_event
 from memlane.store.sqlite.rows import COLUMNS, from_micros, row_to_item, to_micros
-from memlane.store.sqlite.text import drop_entry
-from memlane.store.sqlite.vectors import MatrixCache
+from memlane.store.sqlite.text import drop_entry, refresh_next_context, turn_of
 from memlane.store.sqlite.writes import insert_row, remove_row
 
 _QUALIFIED: Final = ", ".join(f"m.{c.strip()}" for c in COLUMNS.split(","))
@@ -25,7 +25,7 @@ class SQLiteArchive:
     """Eviction to the archive (or destruction), listing and restore."""
 
     _db: Database
-    _cache: MatrixCache
+    _cache: AnnIndexes
 
     def evict(self, user_id: str, memory_ids: Sequence[str], at: datetime, *, hard: bool = False) -> int:
         """Move memories out of every index into the archive (or destroy them when ``hard``), logging EVICT."""
@@ -50,12 +50,16 @@ class SQLiteArchive:
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                         (mid, user_id, item.kind.value, item.model_dump_json(), body, vec, to_micros(at), "capacity"),
                     )
+                    turn = turn_of(c, pk)
                     drop_entry(c, pk)
                     c.execute("DELETE FROM memories WHERE pk = ?", (pk,))
+                    refresh_next_context(c, turn)
                     log_event(c, user_id, mid, HistoryEvent.EVICT, at, changes={"archived": True})
                 moved.append(pk)
             versions = self._db.bump(c, user_id)
         self._cache.advance(user_id, *versions, remove=moved)
+        if moved:
+            self._cache.erased(user_id)  # archived vectors live in the archive table only
         return len(moved)
 
     def archived(self, user_id: str, limit: int, offset: int) -> builtins.list[ArchivedMemory]:
@@ -80,6 +84,7 @@ class SQLiteArchive:
             item = MemoryItem.model_validate_json(row[1])
             vec = np.frombuffer(row[3], dtype=np.float32)
             pk = insert_row(c, item, str(row[2]), vec)
+            refresh_next_context(c, turn_of(c, pk))  # the next turn's context has its words again
             c.execute("DELETE FROM archive WHERE pk = ?", (int(row[0]),))
             log_event(c, user_id, memory_id, HistoryEvent.RESTORE, at)
             versions = self._db.bump(c, user_id)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 from memlane.models import Filters
 from memlane.store.records import CandidateFacts, Position
@@ -31,25 +32,26 @@ class SQLiteCandidateIndex:
                 ents,
             ):
                 involved.setdefault(str(mid), {})[str(ent)] = bool(said_by)
-        out: dict[str, CandidateFacts] = {}
-        for mid, ts, imp, session, position, ev_start, ev_end, category, intent in self._db.read_in(
-            "SELECT id, ts, importance, session_id, position, event_time, event_end, category, intent "
-            "FROM memories WHERE +user_id = ? AND id IN ({marks})",
-            memory_ids,
-            (user_id,),
-        ):
-            out[str(mid)] = CandidateFacts(
-                timestamp=from_micros(int(ts)),
-                importance=float(imp),
-                session_id=session,
-                position=None if position is None else int(position),
-                event_start=None if ev_start is None else from_micros(int(ev_start)),
-                event_end=None if ev_end is None else from_micros(int(ev_end)),
-                category=category,
-                intent=intent,
-                entities=involved.get(str(mid), {}),
+        none: Mapping[str, bool] = MappingProxyType({})
+        return {
+            str(mid): CandidateFacts(
+                from_micros(ts),
+                imp,
+                session,
+                position,
+                None if ev_start is None else from_micros(ev_start),
+                None if ev_end is None else from_micros(ev_end),
+                category,
+                intent,
+                involved.get(mid, none),
             )
-        return out
+            for mid, ts, imp, session, position, ev_start, ev_end, category, intent in self._db.read_in(
+                "SELECT id, ts, importance, session_id, position, event_time, event_end, category, intent "
+                "FROM memories WHERE +user_id = ? AND id IN ({marks})",
+                memory_ids,
+                (user_id,),
+            )
+        }
 
     def neighbours(self, user_id: str, memory_ids: Sequence[str], width: int) -> dict[str, Position]:
         out: dict[str, Position] = {}

@@ -182,5 +182,15 @@ class Database:
 
 
 def _split_sql(script: str) -> list[str]:
-    """Split a migration script into statements (no semicolons occur inside these statements)."""
-    return [s.strip() for s in script.split(";") if s.strip()]
+    """Split a migration script into statements (a trigger body's semicolons stay inside its statement)."""
+    out: list[str] = []
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                out.append(pending.strip().rstrip(";").strip())
+            pending = ""
+    if pending.strip(" \n;"):
+        out.append(pending.strip().rstrip(";").strip())
+    return out

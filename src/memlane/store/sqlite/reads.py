@@ -17,6 +17,11 @@ def superseded(db: Database, user_id: str) -> tuple[builtins.list[int], set[str]
     return [int(r[0]) for r in rows], {str(r[1]) for r in rows}
 
 
+def superseded_count(db: Database, user_id: str) -> int:
+    """How many of this user's memories are superseded."""
+    return int(db.read("SELECT count(*) FROM memories WHERE user_id = ? AND valid_until IS NOT NULL", (user_id,))[0][0])
+
+
 def iter_rows(db: Database, user_id: str | None, batch: int) -> Iterator[builtins.list[MemoryItem]]:
     """Every memory (of one user, or all) in insertion order, in batches (paged by row key)."""
     last = 0

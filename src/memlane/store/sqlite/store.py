@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.archive import SQLiteArchive
 from memlane.store.sqlite.candidates import SQLiteCandidateIndex
 from memlane.store.sqlite.db import Database
@@ -14,7 +15,6 @@ from memlane.store.sqlite.queue import SQLiteJobQueue
 from memlane.store.sqlite.reads import SQLiteReads
 from memlane.store.sqlite.text import SQLiteTextIndex
 from memlane.store.sqlite.vector_index import SQLiteVectorIndex
-from memlane.store.sqlite.vectors import MatrixCache
 from memlane.store.sqlite.writes import SQLiteWrites
 
 
@@ -37,7 +37,8 @@ class SQLiteStore(
 
     def __init__(self, path: Path | str) -> None:
         self._db = Database(path)
-        self._cache = MatrixCache()
+        self._cache = AnnIndexes(self._db)
+        self._cache.sweep()  # index folders of users deleted by a process that died before removing them
 
     @property
     def location(self) -> str:
@@ -47,5 +48,7 @@ class SQLiteStore(
         return self._db.size_bytes()
 
     def close(self) -> None:
-        self._db.close()
-        self._cache.drop()
+        try:
+            self._cache.close()
+        finally:
+            self._db.close()

@@ -1,4 +1,4 @@
-"""Vectors in SQLite (the source of truth) searched exactly through each user's in-process matrix; model identity."""
+"""Vectors in SQLite (the source of truth) searched through each user's vector index (``ann_feed``); model identity."""
 
 from __future__ import annotations
 
@@ -6,86 +6,54 @@ import builtins
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import numpy.typing as npt
 
 from memlane.embedding.base import Vectors
 from memlane.models import Filters, MemoryItem
 from memlane.store.sqlite import reindex as reindex_sql
+from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database
 from memlane.store.sqlite.reads import superseded
 from memlane.store.sqlite.rows import filter_sql, is_empty, only_current
-from memlane.store.sqlite.vectors import MatrixCache, UserMatrix, top_k
 
 
 class SQLiteVectorIndex:
-    """Exact cosine search (vectors are unit-normalised) over a user's cached matrix, refreshed by scope version."""
+    """Cosine search (vectors are unit-normalised) through each user's ``VectorIndex``, fed by the change log."""
 
     _db: Database
-    _cache: MatrixCache
+    _cache: AnnIndexes
 
-    def _matrix(self, user_id: str) -> UserMatrix:
-        version = self._db.version(user_id)
-        held = self._cache.get(user_id, version)
-        if held is not None:
-            return held
-        with self._db.lock:
-            version = self._db.version(user_id)
-            rows = self._db.read(
-                "SELECT v.pk, m.id, v.vec FROM vectors v JOIN memories m ON m.pk = v.pk WHERE v.user_id = ? ORDER BY v.pk",
-                (user_id,),
-            )
-            if rows:
-                matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), -1).copy()
-            else:
-                ident = self.embedder_identity()
-                matrix = np.zeros((0, ident[1] if ident else 0), dtype=np.float32)
-            held = UserMatrix(version, [int(r[0]) for r in rows], [str(r[1]) for r in rows], matrix)
-            if rows:  # an empty matrix may not even know its width yet: never cache one
-                self._cache.put(user_id, held)
-            return held
-
-    def _allowed_positions(self, user_id: str, held: UserMatrix, filters: Filters) -> npt.NDArray[np.int64] | None:
-        if is_empty(filters):
-            return None
+    def _allowed_keys(self, user_id: str, filters: Filters) -> builtins.list[int]:
         where, params = filter_sql(filters)
         rows = self._db.read(f"SELECT m.pk FROM memories m WHERE m.user_id = ? AND {where}", (user_id, *params))
-        return held.positions([int(r[0]) for r in rows])
+        return [int(r[0]) for r in rows]
 
     def vector_search(
         self, user_id: str, query: Vectors, limit: int, filters: Filters
     ) -> builtins.list[tuple[str, float]]:
-        held = self._matrix(user_id)
-        if held.matrix.shape[0] == 0 or limit <= 0:
+        index = self._cache.get(user_id)
+        if index is None or not len(index) or limit <= 0:
             return []
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         if only_current(filters):
-            # Superseded memories are few: score everything and push them out of reach.
-            stale = held.positions(superseded(self._db, user_id)[0])
-            scores = held.matrix @ q
-            if stale.size:
-                scores[stale] = -np.inf
-                limit = min(limit, held.matrix.shape[0] - stale.size)
-            order = top_k(scores, limit)
-            return [(held.ids[i], float(scores[i])) for i in order]
-        allowed = self._allowed_positions(user_id, held, filters)
-        if allowed is None:
-            scores = held.matrix @ q
-            order = top_k(scores, limit)
-            return [(held.ids[i], float(scores[i])) for i in order]
-        if allowed.size == 0:
-            return []
-        scores = held.matrix[allowed] @ q
-        order = top_k(scores, limit)
-        return [(held.ids[int(allowed[i])], float(scores[i])) for i in order]
+            # Superseded memories are few: leave them out of an unfiltered search.
+            hits = index.search(q, limit, excluded=superseded(self._db, user_id)[0])
+        elif is_empty(filters):
+            hits = index.search(q, limit)
+        else:
+            allowed = self._allowed_keys(user_id, filters)
+            if not allowed:
+                return []
+            hits = index.search(q, limit, allowed=allowed)
+        ids = self._cache.ids_of([h.key for h in hits])
+        return [(ids[h.key], h.score) for h in hits if h.key in ids]
 
     def vector_scores(self, user_id: str, query: Vectors, memory_ids: Sequence[str]) -> dict[str, float]:
-        held = self._matrix(user_id)
-        pos = held.id_positions(list(dict.fromkeys(memory_ids)))
-        if not pos:
+        index = self._cache.get(user_id)
+        if index is None or not memory_ids:
             return {}
+        keys = self._cache.keys_of(user_id, list(dict.fromkeys(memory_ids)))
         q = np.asarray(query, dtype=np.float32).reshape(-1)
-        scores = held.matrix[pos] @ q
-        return {held.ids[p]: float(s) for p, s in zip(pos, scores, strict=True)}
+        return {keys[h.key]: h.score for h in index.scores(q, list(keys))}
 
     def cached_vectors(self, embed_hashes: Sequence[str]) -> dict[str, Vectors]:
         rows = self._db.read_in(

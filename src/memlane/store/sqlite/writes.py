@@ -18,12 +18,12 @@ from memlane.models import HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKi
 from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.records import embed_hash
 from memlane.store.sqlite import jobs as jobs_sql
+from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database, marks
 from memlane.store.sqlite.entities import write_aliases, write_entities
 from memlane.store.sqlite.history import erase_text, log_event
 from memlane.store.sqlite.rows import COLUMNS, MUTABLE, item_params, to_micros
-from memlane.store.sqlite.text import drop_entry, index_entry
-from memlane.store.sqlite.vectors import MatrixCache
+from memlane.store.sqlite.text import drop_entry, index_entry, refresh_next_context, turn_of
 
 _INSERT: Final = f"INSERT INTO memories ({COLUMNS}, embed_hash) VALUES ({', '.join('?' * (len(MUTABLE) + 3))})"
 _SETS: Final = ", ".join(f"{col} = ?" for col in MUTABLE)
@@ -48,17 +48,24 @@ def row_key(c: sqlite3.Connection, user_id: str, memory_id: str) -> int:
 
 
 def update_fields(c: sqlite3.Connection, pk: int, item: MemoryItem) -> None:
-    """Overwrite a row's fields and entity rows (not its index entries)."""
+    """Overwrite a row's fields and entity rows (not its own index entry; the next turn's context follows)."""
+    before = turn_of(c, pk)
     c.execute(f"UPDATE memories SET {_SETS} WHERE pk = ?", (*item_params(item, "")[2:-1], pk))
     write_entities(c, pk, item)
+    refresh_next_context(c, before)
+    after = turn_of(c, pk)
+    if after != before:
+        refresh_next_context(c, after)
 
 
 def remove_row(
     c: sqlite3.Connection, user_id: str, pk: int, memory_id: str, at: datetime, changes: dict[str, Any]
 ) -> None:
-    """Delete a memory from every index, forget its words in history and log DELETE."""
+    """Delete a memory from every index (the next turn's context included), forget its words in history, log DELETE."""
+    turn = turn_of(c, pk)
     drop_entry(c, pk)
     c.execute("DELETE FROM memories WHERE pk = ?", (pk,))  # vectors and entity rows cascade
+    refresh_next_context(c, turn)
     c.execute("DELETE FROM feedback WHERE user_id = ? AND memory_id = ?", (user_id, memory_id))
     erase_text(c, user_id, memory_id)
     log_event(c, user_id, memory_id, HistoryEvent.DELETE, at, changes=changes)
@@ -81,7 +88,7 @@ class SQLiteWrites:
     """Inserts, updates, deletes and access counts; the vector cache follows each committed write."""
 
     _db: Database
-    _cache: MatrixCache
+    _cache: AnnIndexes
 
     def insert(
         self,
@@ -178,6 +185,7 @@ class SQLiteWrites:
                 remove=[pk],
                 add=([pk], [item.id], np.asarray(vector, np.float32).reshape(1, -1)),
             )
+            self._cache.erased(item.user_id)  # the old text's vector must not outlive it on disk
 
     def delete(self, user_id: str, memory_id: str, at: datetime) -> builtins.list[str]:
         with self._db.atomic() as c:
@@ -198,6 +206,7 @@ class SQLiteWrites:
                     remove_row(c, user_id, int(dpk), str(mid), at, {"source_deleted": memory_id})
             versions = self._db.bump(c, user_id)
         self._cache.advance(user_id, *versions, remove=[k for k, _ in removed])
+        self._cache.erased(user_id)
         return [mid for _, mid in removed]
 
     def delete_user(self, user_id: str) -> int:
@@ -207,10 +216,12 @@ class SQLiteWrites:
                 "DELETE FROM memories_fts WHERE rowid IN (SELECT pk FROM memories WHERE user_id = ?)",
                 (user_id,),
             )
-            for table in ("memories", "entities", "feedback", "history", "jobs", "archive"):
+            # vector_log last: deleting the vectors (a cascade) logs them again
+            for table in ("memories", "entities", "feedback", "history", "jobs", "archive", "vector_log"):
                 c.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
+            c.execute("DELETE FROM vector_log_floor WHERE user_id = ?", (user_id,))
             self._db.bump(c, user_id)
-        self._cache.drop(user_id)
+        self._cache.forget(user_id)
         return int(n)
 
     def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None:

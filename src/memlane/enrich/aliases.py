@@ -1,0 +1,288 @@
+"""A user's alias table: who "Mel", "my sister" and "your dog" are, learnt from the turns and read per speaker."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final
+
+from memlane.enrich.entities import (
+    _ANIMALS,
+    _CAP_WORD,
+    _KIN,
+    _KIN_MENTION,
+    _NOT_NAMES,
+    _POSSESSIVE_KIN,
+    AliasRow,
+    EntityMention,
+    _strip_honorific,
+    canonical,
+    extract_entities,
+)
+
+_NAMED_KIN: Final = re.compile(
+    rf"\b(?P<owner>[Mm]y|[Oo]ur)\s+(?:(?:little|big|older|younger|baby|best)\s+)?(?P<kin>{_KIN})"
+    rf"(?:\s*,\s*|\s+(?:named|called)\s+|\s+is\s+(?:named|called)\s+|['’]s\s+name\s+is\s+|\s+)"
+    rf"(?P<name>{_CAP_WORD}(?:\s+{_CAP_WORD})?)"
+)
+_A_KIN_NAMED: Final = re.compile(
+    rf"\b(?P<owner>[Aa]n?|[Tt]he)\s+(?:new\s+|little\s+|baby\s+)?(?P<kin>{_KIN})\s+(?:named|called)\s+"
+    rf"(?P<name>{_CAP_WORD}(?:\s+{_CAP_WORD})?)"
+)
+_NAME_THEN_KIN: Final = re.compile(
+    rf"(?P<name>{_CAP_WORD}(?:\s+{_CAP_WORD})?)\s*(?:,|\(|-|–)\s*(?P<owner>[Mm]y|[Oo]ur)\s+"
+    rf"(?:(?:little|big|older|younger|baby|best)\s+)?(?P<kin>{_KIN})\b"
+)
+
+
+_YOUR_NAMED_KIN: Final = re.compile(
+    rf"\b(?P<owner>[Yy]our)\s+(?:(?:little|big|older|younger|baby|best)\s+)?(?P<kin>{_KIN})"
+    rf"(?:\s*,\s*|\s+(?:named|called)\s+|\s+)(?P<name>{_CAP_WORD})"
+)
+_RELATIONAL: Final = re.compile(
+    rf"(?P<owner>my|our|your|his|her|their|the user)\s+(?:(?:little|big|older|younger|baby|best)\s+)?(?P<kin>{_KIN})"
+)
+#: The alias-table prefix of the user's own relations ("my sister"), whoever speaks of them.
+USER: Final = "my"
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A relational mention read from someone's perspective: ``owner`` (a possessive word) and ``kin``."""
+
+    owner: str
+    kin: str
+
+
+def relation_of(mention: str) -> Relation | None:
+    """The owner and kin of a relational mention ("my sister", "your dog", "the user's boss"), else None."""
+    match = _RELATIONAL.fullmatch(canonical(mention))
+    if match is None:
+        return None
+    return Relation(match.group("owner"), canonical(match.group("kin")))
+
+
+class EntityResolver:
+    """A per-user alias table, learnt from the turns it observes, held in memory.
+
+    It learns ``speaker's kin -> name`` from "my sister Anna", "my dog named Pepper" and "Anna, my sister";
+    ``first name -> full name`` once a full name was seen (and forgets it when two full names share it). Persist
+    it with ``to_rows()`` / ``from_rows()``.
+    """
+
+    def __init__(self) -> None:
+        self._aliases: dict[str, str] = {}
+        self._kinds: dict[str, str] = {}
+        self._display: dict[str, str] = {}
+        self._ambiguous: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    @property
+    def names(self) -> list[str]:
+        """Canonical names of the entities known so far."""
+        return sorted(self._kinds)
+
+    def _add_entity(self, display: str, kind: str) -> str:
+        key = _strip_honorific(canonical(display))
+        if not key:
+            return key
+        if key in self._aliases:  # a known alias, e.g. a first name already tied to a full name
+            return self._aliases[key]
+        if key not in self._kinds or (self._kinds[key] == "other" and kind != "other"):
+            self._kinds[key] = kind
+        if len(display) >= len(self._display.get(key, "")):
+            self._display[key] = display.strip()
+        words = key.split()
+        if kind == "person" and len(words) in (2, 3):
+            self._learn_first_name(words[0], key)
+        return key
+
+    def _learn_first_name(self, first: str, full: str) -> None:
+        if first in self._ambiguous:
+            return
+        current = self._aliases.get(first)
+        if current is not None and current != full:
+            del self._aliases[first]
+            self._ambiguous.add(first)
+            return
+        self._aliases[first] = full
+        if first in self._kinds:  # the first name seen alone so far was this person all along
+            del self._kinds[first]
+            self._display.pop(first, None)
+            for alias, target in self._aliases.items():
+                if target == first:
+                    self._aliases[alias] = full
+
+    def _add_alias(self, alias: str, target: str) -> None:
+        alias = canonical(alias)
+        if alias and target and alias != target:
+            self._aliases[alias] = target
+
+    def observe(self, text: str, speaker: str | None = None, role: str | None = None) -> list[EntityMention]:
+        """Learn the entities and aliases of one turn; returns the turn's mentions.
+
+        "my sister Anna" is the speaker's sister (the user's when the speaker is unnamed); an unnamed assistant's
+        "my" is its own and teaches nothing, but its "your sister Anna" is the user's sister.
+        """
+        mentions = extract_entities(text, speaker, known=self._kinds.keys() | self._aliases.keys())
+        for mention in mentions:
+            relational = _KIN_MENTION.fullmatch(mention.text) or _POSSESSIVE_KIN.fullmatch(mention.text)
+            if mention.kind not in ("date", "quantity") and not relational:
+                self._add_entity(mention.text, mention.kind)
+        owner = canonical(speaker) if speaker else ""
+        assistant = role == "assistant" and not speaker
+        patterns = [] if assistant else [_NAMED_KIN, _A_KIN_NAMED, _NAME_THEN_KIN]
+        for pattern in patterns:
+            for match in pattern.finditer(text):
+                name = match.group("name")
+                if canonical(name) in _NOT_NAMES:
+                    continue
+                kin = canonical(match.group("kin"))
+                target = self._add_entity(name, "other" if kin in _ANIMALS else "person")
+                self._add_alias(f"{owner} {kin}" if owner else f"{USER} {kin}", target)
+        if assistant or not speaker:
+            for match in _YOUR_NAMED_KIN.finditer(text):  # said to the user: the user's relation
+                name = match.group("name")
+                kin = canonical(match.group("kin"))
+                if canonical(name) in _NOT_NAMES or self._user_relation(kin) is not None:
+                    continue
+                target = self._add_entity(name, "other" if kin in _ANIMALS else "person")
+                self._add_alias(f"{USER} {kin}", target)
+        return mentions
+
+    def _follow(self, key: str) -> str:
+        for _ in range(4):  # follow alias chains, bounded against cycles
+            target = self._aliases.get(key)
+            if target is None or target == key:
+                break
+            key = target
+        return key
+
+    def _owners_of(self, kin: str, exclude: str = "") -> set[str]:
+        """The distinct entities that someone's ``kin`` is known to be (the user's or a named person's)."""
+        suffix = f" {kin}"
+        found: set[str] = set()
+        for alias in self._aliases:
+            if not alias.endswith(suffix):
+                continue
+            owner = alias[: -len(suffix)]
+            if owner != exclude and (owner == USER or self._kinds.get(owner) == "person"):
+                found.add(self._follow(alias))
+        return found
+
+    def _user_relation(self, kin: str) -> str | None:
+        """Who the user's ``kin`` is: the user's own alias, else the one such relation anyone has."""
+        if f"{USER} {kin}" in self._aliases:
+            return self._follow(f"{USER} {kin}")
+        found = self._owners_of(kin)
+        return found.pop() if len(found) == 1 else None
+
+    def resolve_relation(
+        self, relation: Relation, speaker: str | None = None, role: str | None = None, about: str | None = None
+    ) -> tuple[str | None, str]:
+        """Who a relational mention names, from the perspective of whoever says it, and the key it is kept under.
+
+        Returns ``(entity, key)``: ``entity`` is the canonical name it resolves to (None when unknown), ``key``
+        the perspective-free form to keep when it does not resolve ("caroline sister" for Caroline's "my
+        sister", "my sister" for the user's, whether the user says "my sister" or the assistant "your sister").
+        ``about`` is the one person a turn names, whom "his/her/their" refers to.
+        """
+        owner, kin = relation.owner, relation.kin
+        if owner in ("my", "our"):
+            if role == "assistant" and not speaker:
+                return None, f"{owner} {kin}"  # the assistant's own
+            if speaker:
+                key = f"{canonical(speaker)} {kin}"
+                return (self._follow(key) if key in self._aliases else None), key
+            return self._user_relation(kin), f"{USER} {kin}"
+        if owner in ("your", "the user"):
+            if speaker and role != "assistant":  # one named person to another
+                found = self._owners_of(kin, exclude=canonical(speaker))
+                return (found.pop() if len(found) == 1 else None), f"{owner} {kin}"
+            return self._user_relation(kin), f"{USER} {kin}"
+        if about:
+            key = f"{canonical(about)} {kin}"
+            return (self._follow(key) if key in self._aliases else None), key
+        return None, f"{owner} {kin}"
+
+    def resolve(
+        self, mention_text: str, speaker: str | None = None, role: str | None = None, about: str | None = None
+    ) -> str:
+        """The canonical name a mention refers to; the mention's own canonical form when nothing better is known.
+
+        Relational mentions ("my sister", "your dog") resolve from the perspective of who says them
+        (``resolve_relation``); "Caroline's sister" works without a speaker; a first name resolves to the full
+        name; a unique prefix of at least three letters of one known first name ("Mel") resolves to that person.
+        """
+        relation = relation_of(mention_text)
+        if relation is not None:
+            entity, key = self.resolve_relation(relation, speaker, role, about)
+            return entity or key
+        key = _strip_honorific(canonical(mention_text))
+        if not key:
+            return key
+        key = self._follow(key)
+        if len(key.split()) != 1 or len(key) < 3 or self._kinds.get(key, "person") != "person":
+            return key
+        # a short form of exactly one known person's first name ("Mel" for Melanie)
+        longer = {
+            name for name, kind in self._kinds.items() if kind == "person" and name != key and name.startswith(key)
+        }
+        return longer.pop() if len(longer) == 1 else key
+
+    def resolve_all(
+        self, mentions: Iterable[EntityMention], speaker: str | None = None, role: str | None = None
+    ) -> list[str]:
+        """Distinct canonical names of the person, place, organisation, product and other mentions, in order.
+
+        "his/her/their sister" is taken to be the sister of the one person the mentions name besides the speaker.
+        """
+        mentions = [m for m in mentions if m.kind not in ("date", "quantity")]
+        me = canonical(speaker) if speaker else ""
+        people = {
+            canonical(m.text)
+            for m in mentions
+            if m.kind == "person" and relation_of(m.text) is None and _POSSESSIVE_KIN.fullmatch(m.text) is None
+        } - {me, ""}
+        about = people.pop() if len(people) == 1 else None
+        out: dict[str, None] = {}
+        for mention in mentions:
+            name = self.resolve(mention.text, speaker, role, about)
+            if name:
+                out.setdefault(name, None)
+            relation = relation_of(mention.text)
+            if (
+                relation
+                and relation.owner in ("my", "our")
+                and role == "user"
+                and name != f"{USER} {relation.kin}"
+                and self.resolve_relation(relation, speaker, role)[0] is None
+            ):
+                out.setdefault(f"{USER} {relation.kin}", None)  # a named user's unnamed sister is the user's
+        return list(out)
+
+    def to_rows(self) -> list[AliasRow]:
+        """The table: one row per entity (alias == target) and one per alias."""
+        rows = [AliasRow(key, key, kind, self._display.get(key, key)) for key, kind in sorted(self._kinds.items())]
+        for alias in sorted(self._aliases):
+            target = self.resolve(alias)
+            if alias != target and alias not in self._kinds:
+                rows.append(
+                    AliasRow(alias, target, self._kinds.get(target, "other"), self._display.get(target, target))
+                )
+        return rows
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[AliasRow]) -> EntityResolver:
+        """Rebuild a resolver from rows written by ``to_rows``."""
+        resolver = cls()
+        for row in rows:
+            if row.alias == row.target:
+                resolver._kinds[row.target] = row.kind
+                resolver._display[row.target] = row.display
+            else:
+                resolver._aliases[row.alias] = row.target
+        return resolver

@@ -1,0 +1,49 @@
+"""Erasure reaches the vector index files beside the database, across processes' leftovers too."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from memlane import Memory
+
+
+def _index_bytes(db: Path) -> bytes:
+    root = Path(f"{db}.ann")
+    if not root.exists():
+        return b""
+    return b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
+
+
+def test_delete_and_delete_all_leave_no_saved_vector(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with Memory(db, embedder="hash") as m:
+        ids = [m.add(f"note number {i} about the red kite", user_id="ana").items[0].id for i in range(5)]
+        m.add("bob's own note", user_id="bob")
+        m.search("kite", user_id="ana")
+    with Memory(db, embedder="hash") as m:
+        victim = m.get(ids[2], user_id="ana")
+        vec = m.embedder.embed([f"{victim.text}"])[0].astype("float32").tobytes()
+        m.search("kite", user_id="ana")
+        m.delete(ids[2], user_id="ana")
+        assert vec not in _index_bytes(db)
+    assert vec not in _index_bytes(db)  # nor in what close() saved
+    with Memory(db, embedder="hash") as m:
+        assert m.search("kite", user_id="ana")
+        assert (Path(f"{db}.ann") / hashlib.sha256(b"ana").hexdigest()[:24]).exists()
+        m.delete_all(user_id="ana")
+        ana = Path(f"{db}.ann") / hashlib.sha256(b"ana").hexdigest()[:24]
+        assert not ana.exists()
+        assert m.search("kite", user_id="ana") == []
+
+
+def test_an_orphan_index_folder_is_swept_on_open(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with Memory(db, embedder="hash") as m:
+        m.add("a note", user_id="ana")
+        m.search("note", user_id="ana")
+    orphan = Path(f"{db}.ann") / ("0" * 24)
+    orphan.mkdir(parents=True)
+    (orphan / "meta.json").write_text("{}")
+    with Memory(db, embedder="hash"):
+        assert not orphan.exists()
