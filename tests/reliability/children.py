@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane import Config, JobTimeoutError, Memory
+from memlane.lifecycle.distill import Distiller
 
 CITIES = ("Boston", "Denver", "Austin", "Seattle", "Portland", "Chicago", "Tucson", "Omaha", "Reno", "Dayton")
 SYLLABLES = ("zor", "quil", "vex", "mab", "tro", "pif", "gul", "nak", "dre", "sov", "lum", "kap")
@@ -118,7 +119,7 @@ def reindex(db: str, ack: Acks, rng: random.Random, arg: str) -> None:
     """Re-embed the whole store with the embedder named by ``arg``, in small batches."""
     memory = open_memory(db, embedder=arg, infer=False)
     ack(op="ready")
-    n = memory.reindex(batch_size=7)
+    n = memory.reindex(batch_size=1, on_progress=lambda k: ack(op="progress", count=k))
     ack(op="reindexed", embedder=arg, count=n)
 
 
@@ -126,7 +127,7 @@ def import_file(db: str, ack: Acks, rng: random.Random, arg: str) -> None:
     """Import the export file ``arg``."""
     memory = open_memory(db, infer=False)
     ack(op="ready")
-    n = memory.import_(arg, keep_user_ids=True)  # a whole-store restore, as written by export
+    n = memory.import_(arg, keep_user_ids=True)  # restore the export as it was (three users)
     ack(op="imported", count=n)
 
 
@@ -135,10 +136,9 @@ def mixed(db: str, ack: Acks, rng: random.Random, arg: str) -> None:
     add synchronously or asynchronously for shared users, and log every job this process ran."""
     deadline = time.monotonic() + float(arg)
     ack(op="ready")
-    pid = os.getpid()
+    count_job_runs(ack, os.getpid())
     while time.monotonic() < deadline:
         memory = open_memory(db, background=rng.random() < 0.5)
-        _count_job_runs(memory, ack, pid)
         for _ in range(rng.randrange(1, 4)):
             user = f"u{rng.randrange(3)}"
             turns, word = conversation(rng)
@@ -152,18 +152,26 @@ def mixed(db: str, ack: Acks, rng: random.Random, arg: str) -> None:
         memory.close()
 
 
-def _count_job_runs(memory: Memory, ack: Acks, pid: int) -> None:
-    """Log every job whose extraction this process ran to completion (a fenced run stores nothing: not logged)."""
-    distiller = memory._distiller
-    run = distiller.run
+def count_job_runs(ack: Acks, pid: int) -> Callable[[], None]:
+    """Log every job whose extraction this process runs to completion (a fenced run stores nothing: not logged).
 
-    def counted(user_id: str, message_ids: Any, *, job: Any = None, **kw: Any) -> Any:
-        outcome = run(user_id, message_ids, job=job, **kw)
+    Patched on the class before any ``Memory`` opens, so that a worker thread started by the open is counted too.
+    Returns the undo.
+    """
+    run = Distiller.run
+
+    def counted(self: Distiller, user_id: str, message_ids: Any, *, job: Any = None, **kw: Any) -> Any:
+        outcome = run(self, user_id, message_ids, job=job, **kw)
         if job is not None:
             ack(op="ran", job=job.id, pid=pid)
         return outcome
 
-    distiller.run = counted  # type: ignore[method-assign]
+    Distiller.run = counted  # type: ignore[method-assign]
+
+    def undo() -> None:
+        Distiller.run = run  # type: ignore[method-assign]
+
+    return undo
 
 
 WORKLOADS: dict[str, Callable[[str, Acks, random.Random, str], None]] = {

@@ -166,6 +166,7 @@ class Report:
 
     acked: int = 0
     deletes: int = 0
+    killed: bool = True
     losses: list[str] = field(default_factory=list)
 
 

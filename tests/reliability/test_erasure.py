@@ -1,7 +1,7 @@
 """Erasure as a property: after ``delete`` or ``delete_all``, no stored byte of the deleted text is found by any
 search (every preset, as its owner or anyone else), by export, or in any table or index of the file.
 
-``MEMLANE_ERASURE_EXAMPLES`` sets how many examples each property runs (default 5).
+``MEMLANE_ERASURE_EXAMPLES`` sets how many examples each property runs (default 10).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ FRAMES = [
 ]
 words = st.lists(st.sampled_from(SYLLABLES), min_size=3, max_size=3).map(lambda parts: "".join(parts))
 turns = st.lists(st.tuples(st.sampled_from(FRAMES), words), min_size=1, max_size=5, unique_by=lambda t: t[1])
-EXAMPLES = int(os.environ.get("MEMLANE_ERASURE_EXAMPLES", "5"))
+EXAMPLES = int(os.environ.get("MEMLANE_ERASURE_EXAMPLES", "10"))
 SETTINGS = settings(
     max_examples=EXAMPLES,
     deadline=None,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.reliability import harness
-from tests.reliability.children import Acks, _count_job_runs, open_memory
+from tests.reliability.children import Acks, count_job_runs, open_memory
 
 PROCESSES = 4
 
@@ -31,19 +31,24 @@ def run_campaign(tmp: Path, seconds: float) -> dict[str, int]:
         _, err = proc.communicate(timeout=seconds + 300)
         assert proc.returncode == 0, err.decode()
     parent = Acks(str(tmp / "acks-parent.jsonl"))
-    with open_memory(str(db)) as memory:  # the next command runs whatever was left queued
-        _count_job_runs(memory, parent, os.getpid())
-        memory.flush(timeout=120)
+    undo = count_job_runs(parent, os.getpid())
+    try:
+        with open_memory(str(db)) as memory:  # the next command runs whatever was left queued
+            memory.flush(timeout=120)
+    finally:
+        undo()
     acks = [a for path in sorted(tmp.glob("acks*.jsonl")) for a in harness.read_acks(path)]
     runs = harness.job_runs(acks)
     report = harness.check_store(db, acks)
     with sqlite3.connect(db) as conn:
         states = dict(conn.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
+        done_ids = [r[0] for r in conn.execute("SELECT id FROM jobs WHERE state = 'done'")]
     return {
         "adds": sum(1 for a in acks if a["op"] == "mixed"),
         "jobs stored": sum(states.values()),
         "jobs done": states.get("done", 0),
         "jobs run": len(runs),
+        "done but never seen running": len(set(done_ids) - set(runs)),
         "duplicate runs": sum(n - 1 for n in runs.values()),
         "contradictions": len(harness.contradictions(db)),
         "losses": len(report.losses),
@@ -52,8 +57,10 @@ def run_campaign(tmp: Path, seconds: float) -> dict[str, int]:
 
 def test_four_processes_run_every_job_once_and_keep_one_current_fact(tmp_path: Path) -> None:
     found = run_campaign(tmp_path, seconds=4.0)
+    print(f"\n{PROCESSES} processes: {found}")
     assert found["adds"] > 0 and found["jobs run"] > 0
     assert (found["duplicate runs"], found["contradictions"], found["losses"]) == (0, 0, 0), found
+    assert found["jobs done"] == found["jobs stored"] and found["done but never seen running"] == 0, found
 
 
 @pytest.mark.slow
@@ -62,3 +69,4 @@ def test_four_processes_for_a_minute(tmp_path: Path) -> None:
     print(f"\n{PROCESSES} processes: {found}")
     assert found["adds"] > 0 and found["jobs run"] > 0
     assert (found["duplicate runs"], found["contradictions"], found["losses"]) == (0, 0, 0), found
+    assert found["jobs done"] == found["jobs stored"] and found["done but never seen running"] == 0, found
