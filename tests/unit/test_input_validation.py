@@ -15,6 +15,7 @@ import pytest
 from memlane import Config, Memory
 from memlane.embedding.fake import HashEmbedder
 from memlane.errors import ImportFormatError, MemlaneError, MissingScopeError, NotFoundError, ValidationError
+from memlane.lifecycle.locks import Leases
 from memlane.models import Job, MemoryItem, MemoryKind, parse_time, utcnow
 from memlane.security.terminal import json_safe, one_line, printable
 from memlane.security.validation import Limits, check_metadata
@@ -267,9 +268,12 @@ class _Store:
         self.job: Job | None = job
         self.finished: list[object] = []
 
-    def claim_job(self) -> Job | None:
+    def claim_job(self, claim: object, is_dead: object) -> Job | None:
         job, self.job = self.job, None
         return job
+
+    def renew_job(self, job_id: str, claim: object) -> bool:
+        return True
 
     def finish_job(self, outcome: object) -> None:
         self.finished.append(outcome)
@@ -285,7 +289,7 @@ def test_worker_logs_an_expected_job_failure_in_one_line(caplog, error: Exceptio
     def handler(job: Job) -> None:
         raise error
 
-    worker = JobWorker(store, handler, background=False)  # type: ignore[arg-type]
+    worker = JobWorker(store, handler, leases=Leases(store), background=False)  # type: ignore[arg-type]
     with caplog.at_level(logging.INFO, logger="memlane.worker"):
         assert worker._run_one()
     [record] = [r for r in caplog.records if r.levelno >= logging.WARNING]
