@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -63,6 +65,23 @@ def relation_of(mention: str) -> Relation | None:
     return Relation(match.group("owner"), canonical(match.group("kin")))
 
 
+class _Either(Collection[str]):
+    """Membership in either of two key views, without building their union for every turn."""
+
+    def __init__(self, a: Collection[str], b: Collection[str]) -> None:
+        self._a, self._b = a, b
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._a or item in self._b
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._a
+        yield from (k for k in self._b if k not in self._a)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 class EntityResolver:
     """A per-user alias table, learnt from the turns it observes, held in memory.
 
@@ -76,6 +95,12 @@ class EntityResolver:
         self._kinds: dict[str, str] = {}
         self._display: dict[str, str] = {}
         self._ambiguous: set[str] = set()
+        self._persons: list[str] | None = None  # sorted person names, for short-form look-ups; None when stale
+
+    def _sorted_persons(self) -> list[str]:
+        if self._persons is None:
+            self._persons = sorted(name for name, kind in self._kinds.items() if kind == "person")
+        return self._persons
 
     def __len__(self) -> int:
         return len(self._kinds)
@@ -93,6 +118,7 @@ class EntityResolver:
             return self._aliases[key]
         if key not in self._kinds or (self._kinds[key] == "other" and kind != "other"):
             self._kinds[key] = kind
+            self._persons = None
         if len(display) >= len(self._display.get(key, "")):
             self._display[key] = display.strip()
         words = key.split()
@@ -111,6 +137,7 @@ class EntityResolver:
         self._aliases[first] = full
         if first in self._kinds:  # the first name seen alone so far was this person all along
             del self._kinds[first]
+            self._persons = None
             self._display.pop(first, None)
             for alias, target in self._aliases.items():
                 if target == first:
@@ -121,13 +148,22 @@ class EntityResolver:
         if alias and target and alias != target:
             self._aliases[alias] = target
 
-    def observe(self, text: str, speaker: str | None = None, role: str | None = None) -> list[EntityMention]:
+    def observe(
+        self,
+        text: str,
+        speaker: str | None = None,
+        role: str | None = None,
+        *,
+        time_spans: Sequence[tuple[int, int]] | None = None,
+    ) -> list[EntityMention]:
         """Learn the entities and aliases of one turn; returns the turn's mentions.
 
         "my sister Anna" is the speaker's sister (the user's when the speaker is unnamed); an unnamed assistant's
         "my" is its own and teaches nothing, but its "your sister Anna" is the user's sister.
         """
-        mentions = extract_entities(text, speaker, known=self._kinds.keys() | self._aliases.keys())
+        mentions = extract_entities(
+            text, speaker, known=_Either(self._kinds.keys(), self._aliases.keys()), time_spans=time_spans
+        )
         for mention in mentions:
             relational = _KIN_MENTION.fullmatch(mention.text) or _POSSESSIVE_KIN.fullmatch(mention.text)
             if mention.kind not in ("date", "quantity") and not relational:
@@ -228,10 +264,15 @@ class EntityResolver:
         if len(key.split()) != 1 or len(key) < 3 or self._kinds.get(key, "person") != "person":
             return key
         # a short form of exactly one known person's first name ("Mel" for Melanie)
-        longer = {
-            name for name, kind in self._kinds.items() if kind == "person" and name != key and name.startswith(key)
-        }
-        return longer.pop() if len(longer) == 1 else key
+        persons = self._sorted_persons()  # names starting with ``key`` form one run of the sorted list
+        start = bisect.bisect_left(persons, key)
+        longer: list[str] = []
+        for name in itertools.islice(persons, start, None):
+            if not name.startswith(key) or len(longer) > 1:
+                break
+            if name != key:
+                longer.append(name)
+        return longer[0] if len(longer) == 1 else key
 
     def resolve_all(
         self, mentions: Iterable[EntityMention], speaker: str | None = None, role: str | None = None
@@ -282,6 +323,7 @@ class EntityResolver:
         for row in rows:
             if row.alias == row.target:
                 resolver._kinds[row.target] = row.kind
+                resolver._persons = None
                 resolver._display[row.target] = row.display
             else:
                 resolver._aliases[row.alias] = row.target

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
@@ -239,13 +239,20 @@ def _is_name_like(text: str, word: str) -> bool:
     return False
 
 
-def extract_entities(text: str, speaker: str | None = None, *, known: Collection[str] = ()) -> list[EntityMention]:
+def extract_entities(
+    text: str,
+    speaker: str | None = None,
+    *,
+    known: Collection[str] = (),
+    time_spans: Sequence[tuple[int, int]] | None = None,
+) -> list[EntityMention]:
     """The entities ``text`` mentions, in text order, by offline rules; the speaker is always a person mention.
 
     Capitalised spans not explained by a sentence start (unless the word is capitalised elsewhere too, or is in
     ``known``, a collection of canonical names), with their kind from suffixes ("... University", "... Street")
     and cues ("at/in/from X", "works at X", "bought X"); kinship mentions ("my sister", "Anna's brother");
     mixed-case product names (iPhone); time expressions as ``date``; money, numbers with units as ``quantity``.
+    ``time_spans`` are the text's time-expression offsets when the caller already has them.
     """
     mentions: list[EntityMention] = []
     taken = bytearray(len(text))  # characters already inside a mention
@@ -256,7 +263,7 @@ def extract_entities(text: str, speaker: str | None = None, *, known: Collection
         taken[mention.start : mention.end] = b"\x01" * (mention.end - mention.start)
         mentions.append(mention)
 
-    for start, end in candidate_spans(text):
+    for start, end in candidate_spans(text) if time_spans is None else time_spans:
         add(EntityMention(text[start:end], "date", start, end))
     for match in _KIN_MENTION.finditer(text):
         add(EntityMention(match.group(0), "person", match.start(), match.end()))

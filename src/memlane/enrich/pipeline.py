@@ -43,11 +43,11 @@ class Enricher:
             categories = self._categories.best(vectors)
             intents = self._intents.best(vectors, [it.text for it in items])
         for item, category, intent in zip(items, categories, intents, strict=True):
-            mentions = resolver.observe(item.text, item.speaker, item.role)
+            times = candidate_matches(item.text)  # one regex pass, shared by entities, event time and importance
+            mentions = resolver.observe(item.text, item.speaker, item.role, time_spans=[m.span() for m in times])
             names = resolver.resolve_all(mentions, item.speaker, item.role)
             speaker = canonical(item.speaker) if item.speaker else ""
             item.entities = list(dict.fromkeys([speaker, *names] if speaker else names))
-            times = candidate_matches(item.text)  # one regex pass, shared by event time and importance
             span = event_time(item.text, item.timestamp, matches=times) if times else None
             if span is not None:
                 item.event_time, item.event_end = span.start, span.end
