@@ -172,7 +172,8 @@ class Memory:
             ready=self._embedder_ready,
             background=self.config.background_worker,
         )
-        self._worker.recover()
+        if not self._store.read_only:  # a read-only store runs no jobs: they wait for a writer
+            self._worker.recover()
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def __enter__(self) -> Self:
@@ -483,7 +484,12 @@ class Memory:
         now = utcnow()
         hits = self._retriever.search(query, user_id, top_k=top_k, filters=flt, preset=chosen, now=now)
         if hits:
-            self._store.record_access(user_id, [h.memory.id for h in hits], now)
+            if not self._store.read_only:
+                # Usage statistics are best-effort: a full disk or a lock held too long must not fail a read.
+                try:
+                    self._store.record_access(user_id, [h.memory.id for h in hits], now)
+                except StoreError as exc:
+                    log.warning("access counts not recorded: %s", exc)
             for h in hits:
                 h.memory.access_count += 1
                 h.memory.last_accessed = now

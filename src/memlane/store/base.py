@@ -330,6 +330,11 @@ class StoreInfo(Protocol):
     @property
     def location(self) -> str: ...
 
+    @property
+    def read_only(self) -> bool:
+        """Whether the store was opened read-only (reads work; writes raise ``StoreError``)."""
+        ...
+
     def size_bytes(self) -> int:
         """Bytes the store takes on disk (0 in memory)."""
         ...

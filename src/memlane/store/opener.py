@@ -9,7 +9,7 @@ from memlane.store.base import Store
 
 
 def open_store(target: str | Path) -> Store:
-    """Open a store from ``":memory:"``, a file path or a ``sqlite:///path`` URL."""
+    """Open a store from ``":memory:"``, a file path or a ``sqlite:///path`` URL (``?mode=ro``: read-only)."""
     # Imported here, not at the top: a backend's driver is loaded only when a store of that kind is opened.
     from memlane.store.sqlite import SQLiteStore
 
@@ -19,7 +19,12 @@ def open_store(target: str | Path) -> Store:
     if "://" in text:
         scheme, _, rest = text.partition("://")
         if scheme == "sqlite":
-            return SQLiteStore(rest or ":memory:")
+            location, _, query = rest.partition("?")
+            options = dict(part.partition("=")[::2] for part in query.split("&") if part)
+            unknown = sorted(set(options) - {"mode"})
+            if unknown or options.get("mode", "rw") not in ("ro", "rw"):
+                raise ConfigError(f"unsupported sqlite URL options in {text!r}; supported: ?mode=ro or ?mode=rw")
+            return SQLiteStore(location or ":memory:", read_only=options.get("mode") == "ro")
         raise ConfigError(
             f"unsupported store URL scheme {scheme!r}; supported: sqlite:///path, a file path, ':memory:'"
         )

@@ -97,6 +97,9 @@ class AnnIndexes:
         if "embedder" not in meta:
             return None
         if "vector_index_id" not in meta:  # ties saved files to this database, not a copy made before them
+            if self._db.read_only:  # cannot tie files to it: keep indexes in memory only
+                self._root = None
+                return f"{meta['embedder']}|read-only", int(meta["dim"])
             with self._db.atomic() as c:
                 c.execute("INSERT OR IGNORE INTO meta VALUES ('vector_index_id', ?)", (uuid.uuid4().hex,))
             return self._identity()
@@ -137,9 +140,11 @@ class AnnIndexes:
         """Save the index and prune the log it covers. The file is a cache of SQLite: a failed save is logged and
         costs only a replay (or a rebuild) at the next open, never an error for the read or write that caused it.
         """
+        if self._db.read_only:
+            return  # the saved file (if any) stays as it is; this process keeps its index in memory
         try:
             meta = index.save()
-        except StoreError as exc:
+        except (StoreError, OSError) as exc:
             log.warning("vector index not saved (it is rebuilt from the database when needed): %s", exc)
             return
         if meta is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -40,6 +41,13 @@ def translate(exc: sqlite3.Error, path: str) -> StoreError:
         return StoreError(f"{path}: write rejected by the database: {text}")
     if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
         return StoreError(f"{path} is locked by another writer: {text}")
+    if "readonly" in text or "read-only" in text:
+        return StoreError(f"{path} is read-only (open it with sqlite:///PATH?mode=ro to read it): {text}")
+    if "vtable constructor failed" in text or "fts5:" in text:
+        return CorruptStoreError(
+            f"{path}: the full-text index is damaged ({text}); restore the file from a backup, or export what "
+            "can be read and import it into a new store"
+        )
     if "malformed" in text or "not a database" in text or "corrupt" in text:
         return CorruptStoreError(f"{path} is damaged: {text}")
     return StoreError(f"{path}: {text}")
@@ -48,13 +56,24 @@ def translate(exc: sqlite3.Error, path: str) -> StoreError:
 class Database:
     """One connection guarded by a lock (thread-safe); WAL lets other processes read while this one writes."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, read_only: bool = False) -> None:
         self.path = str(path)
         self.lock = threading.RLock()
-        if self.path != ":memory:":
+        # A file this process may not write (or an explicit ``?mode=ro``) is opened read-only: reads work,
+        # writes raise a StoreError that says so.
+        self.read_only = read_only or (
+            self.path != ":memory:" and Path(self.path).exists() and not os.access(self.path, os.W_OK)
+        )
+        if self.path != ":memory:" and not self.read_only:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            if self.read_only:
+                if not Path(self.path).exists():
+                    raise StoreError(f"cannot open {self.path} read-only: no such file")
+                uri = f"{Path(self.path).resolve().as_uri()}?mode=ro"
+                self.conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            else:
+                self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {self.path}: {exc}") from exc
         try:
@@ -62,6 +81,8 @@ class Database:
             self._migrate()
         except sqlite3.DatabaseError as exc:
             self.conn.close()
+            if self.read_only or "readonly" in str(exc):
+                raise translate(exc, self.path) from exc
             raise CorruptStoreError(f"{self.path} is not a readable memlane database: {exc}") from exc
         except Exception:
             self.conn.close()
@@ -71,7 +92,7 @@ class Database:
         c = self.conn
         c.execute("PRAGMA foreign_keys = ON")
         c.execute("PRAGMA busy_timeout = 10000")
-        if self.path != ":memory:":
+        if self.path != ":memory:" and not self.read_only:
             c.execute("PRAGMA journal_mode = WAL")
             c.execute("PRAGMA synchronous = NORMAL")
 
@@ -81,6 +102,14 @@ class Database:
         tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if app_id != APPLICATION_ID and tables:
             raise CorruptStoreError(f"{self.path} is an SQLite database of another application, not memlane")
+        if self.read_only:
+            applied = {r[0] for r in c.execute("SELECT name FROM migrations")} if "migrations" in tables else set()
+            pending = [name for name, _ in MIGRATIONS if name not in applied]
+            if pending:
+                raise SchemaError(
+                    f"{self.path} needs migrations {pending} but is open read-only; open it once read-write to upgrade"
+                )
+            return
         with self.lock:
             c.execute("BEGIN IMMEDIATE")
             try:

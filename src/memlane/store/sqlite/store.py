@@ -35,10 +35,15 @@ class SQLiteStore(
     Each capability is its own class over the shared ``Database`` and vector cache; this class only joins them.
     """
 
-    def __init__(self, path: Path | str) -> None:
-        self._db = Database(path)
+    def __init__(self, path: Path | str, *, read_only: bool = False) -> None:
+        self._db = Database(path, read_only=read_only)
         self._cache = AnnIndexes(self._db)
-        self._cache.sweep()  # index folders of users deleted by a process that died before removing them
+        if not self._db.read_only:
+            self._cache.sweep()  # index folders of users deleted by a process that died before removing them
+
+    @property
+    def read_only(self) -> bool:
+        return self._db.read_only
 
     @property
     def location(self) -> str:
