@@ -48,12 +48,17 @@ class FusionSpec:
 
 
 def minmax(scores: Mapping[K, float]) -> dict[K, float]:
-    """Scale scores to [0, 1] by the min and max; all-equal scores map to 1.0 (they tie at the top)."""
+    """Scale scores to [0, 1] by the min and max.
+
+    All-equal scores carry no evidence for ranking one item over another: they map to 1.0 when they are positive
+    (they tie at the top) and to 0.0 when they are zero or below, so that a dimension in which nothing matched (every
+    BM25 score 0) contributes nothing instead of the maximum.
+    """
     if not scores:
         return {}
     lo, hi = min(scores.values()), max(scores.values())
     if hi - lo <= 1e-12:
-        return dict.fromkeys(scores, 1.0)
+        return dict.fromkeys(scores, 1.0 if hi > 1e-12 else 0.0)
     span = hi - lo
     return {k: (v - lo) / span for k, v in scores.items()}
 
@@ -119,6 +124,8 @@ def weighted_sum(signals: Signals[K], spec: FusionSpec, limit: int | None = None
             if raw is None:
                 continue
             norm = normed[dim][key]
+            if raw == 0.0 and norm == 0.0:
+                continue  # no evidence in this dimension (no query term matched): nothing to explain
             parts[dim] = ScoreBreakdown(
                 raw=raw, normalized=norm, weight=weight, contribution=weight * norm, rank=rank_of[dim][key]
             )
