@@ -67,3 +67,12 @@ def test_a_dialogue_excerpt_lowers_the_keyword_weight_and_searches_its_last_turn
     # exact-match terms keep their boost even inside an excerpt
     coded = Planner().plan(analyse_query(EXCERPT + "\nSam: it says ERR_CONN_RESET_42", NOW), tuned, entities=[])
     assert coded.fusion.weights["lexical"] == 0.8 and coded.lexical_terms is None
+
+
+def test_the_default_preset_reads_a_dialogue_excerpt_by_its_last_turn() -> None:
+    plan = Planner().plan(analyse_query(EXCERPT, NOW), preset("default"), entities=[])
+    assert plan.fusion.weights["lexical"] == 0.4 * 0.5 and plan.terms == ["settling", "better", "long", "ago"]
+    assert plan.semantic_query == EXCERPT and plan.focus_query == query_shape(EXCERPT).last_turn
+    assert "averaged" in plan.triggers["dense"]
+    short = Planner().plan(analyse_query("Where did Priya get her dog?", NOW), preset("default"), entities=[])
+    assert short.focus_query == "" and short.fusion.weights["lexical"] == 0.4

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
 
+import numpy as np
+
 from memlane.config import RetrievalPreset
 from memlane.embedding.base import Embedder, Vectors
 from memlane.enrich.entities import canonical
@@ -21,8 +23,8 @@ from memlane.retrieval.query import QueryFeatures, analyse_query
 from memlane.retrieval.rerank import RerankCandidate, Reranker
 from memlane.retrieval.shape import QueryShape, query_shape
 from memlane.retrieval.text import query_terms
-from memlane.store.base import CandidateIndex, EntityIndex, RecordReader, TextIndex, VectorIndex
-from memlane.store.records import CandidateFacts
+from memlane.store.base import CandidateIndex, EntityIndex, RecordReader, TextIndex, ValidityIndex, VectorIndex
+from memlane.store.records import CandidateFacts, Contradiction
 
 CONTENT_DIMS = ("dense", "lexical")
 # The dimensions scored from the candidates' stored facts (besides context and session, which need positions).
@@ -57,6 +59,7 @@ class QueryPlan:
     semantic_query: str = ""  # what the dense dimension embeds: the query less the speakers it names
     shape: QueryShape | None = None
     lexical_terms: list[str] | None = None  # what BM25 searches, when not all of the query's terms
+    focus_query: str = ""  # a part of the query embedded too, its vector averaged with the semantic query's
 
     @property
     def terms(self) -> list[str]:
@@ -136,9 +139,18 @@ class Planner:
             tie_breaker=spec.tie_breaker,
             multi_bonus=spec.multi_bonus,
             multi_threshold=spec.multi_threshold,
+            penalties=spec.penalties,
         )
         semantic = features.text
-        if "entity" in triggers and speakers:
+        focus = ""
+        if "dense" in weights and conversational and shape.turns >= 2 and shape.last_turn:
+            if preset.dialogue_dense == "last":
+                semantic = shape.last_turn
+                triggers["dense"] += f"; the query is {shape.describe()}: its last turn is embedded"
+            elif preset.dialogue_dense == "both":
+                focus = shape.last_turn
+                triggers["dense"] += f"; the query is {shape.describe()}: the whole and its last turn, averaged"
+        if "entity" in triggers and speakers and semantic == features.text:
             semantic = without_names(features, speakers)
             if semantic != features.text:
                 shown = ", ".join(repr(n) for n in speakers)
@@ -151,6 +163,7 @@ class Planner:
             semantic_query=semantic,
             shape=shape,
             lexical_terms=lexical_terms,
+            focus_query=focus,
         )
 
 
@@ -202,7 +215,7 @@ def temporal_score(
     return 0.5 if wants_time and start is not None else 0.0
 
 
-class SearchStore(RecordReader, TextIndex, VectorIndex, CandidateIndex, EntityIndex, Protocol):
+class SearchStore(RecordReader, TextIndex, VectorIndex, CandidateIndex, EntityIndex, ValidityIndex, Protocol):
     """What the read path uses of a store."""
 
 
@@ -262,6 +275,10 @@ class Retriever:
             return plan, None
         if qvec is None or (plan.semantic_query and plan.semantic_query != query):
             qvec = self._embedder.embed_query(plan.semantic_query or query)
+        if plan.focus_query:
+            both = qvec + self._embedder.embed_query(plan.focus_query)
+            norm = float(np.linalg.norm(both))
+            qvec = both / norm if norm > 0 else qvec
         return plan, qvec
 
     def signals(
@@ -328,7 +345,18 @@ class Retriever:
             signals["recency"] = {k: recency(f.timestamp, now, self._half_life) for k, f in facts.items()}
         if "importance" in dims:
             signals["importance"] = {k: f.importance for k, f in facts.items()}
+        if plan.fusion.penalties.get("validity", 0.0) > 0 and pool:
+            signals["validity"] = {k: 1.0 for k, c in self.stale(user_id, pool, filters).items() if k in returnable}
         return signals, returnable
+
+    def stale(self, user_id: str, keys: Sequence[str], filters: Filters) -> dict[str, Contradiction]:
+        """The messages among ``keys`` whose claim a later memory superseded, as seen at ``filters.as_of``.
+
+        Searching as of a time before the supersession, the old claim was current then and nothing is stale.
+        """
+        found = self._store.contradicted(user_id, keys)
+        as_of = filters.as_of
+        return {k: c for k, c in found.items() if as_of is None or as_of >= c.since}
 
     def _facts(self, user_id: str, pool: Sequence[str], plan: QueryPlan, dims: Set[str]) -> dict[str, CandidateFacts]:
         """The facts of the whole pool in one call (with the asked entities when the entity dimension runs)."""
@@ -403,7 +431,27 @@ class Retriever:
             for f in ranked
             if f.key in items
         ]
+        demoted = [h.memory.id for h in hits if "validity" in h.breakdown]
+        if demoted:
+            self._explain_validity(hits, self.stale(user_id, demoted, filters))
         return self._rerank(query, hits, top_k) if self._reranker is not None else hits
+
+    @staticmethod
+    def _explain_validity(hits: Sequence[Hit], links: Mapping[str, Contradiction]) -> None:
+        """Say on each demoted message which memory now holds the value, and on that memory what it replaced."""
+        replaced: dict[str, list[str]] = {}
+        for h in hits:
+            link = links.get(h.memory.id)
+            if link is not None:
+                h.triggers["validity"] = (
+                    f"demoted: what this message said was superseded on {link.since.date().isoformat()}; "
+                    f"the current value is memory {link.contradicted_by}"
+                )
+                replaced.setdefault(link.contradicted_by, []).append(h.memory.id)
+        for h in hits:
+            if h.memory.id in replaced and h.memory.is_current:
+                shown = ", ".join(replaced[h.memory.id])
+                h.triggers["validity"] = f"current: it supersedes what message(s) {shown} said, ranked below it"
 
     def _rerank(self, query: str, hits: list[Hit], top_k: int) -> list[Hit]:
         """Reorder the fused hits with the reranker; each hit keeps its fusion breakdown and gains a ``rerank`` entry.
