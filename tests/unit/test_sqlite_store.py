@@ -37,7 +37,14 @@ def test_migrations_are_recorded_and_reopen_is_idempotent(tmp_path: Path, config
         m.add("still here", user_id="u")
     with sqlite3.connect(path) as conn:
         names = [r[0] for r in conn.execute("SELECT name FROM migrations")]
-        assert names == ["0001_initial", "0002_enrichment", "0003_feedback", "0004_lifecycle", "0005_fts_context"]
+        assert names == [
+            "0001_initial",
+            "0002_enrichment",
+            "0003_feedback",
+            "0004_lifecycle",
+            "0005_fts_context",
+            "00xx_validity",
+        ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -157,6 +164,7 @@ def test_sqlite_store_implements_every_capability(tmp_path: Path) -> None:
             base.VectorStore,
             base.CandidateIndex,
             base.EntityIndex,
+            base.ValidityIndex,
             base.FeedbackLog,
             base.HistoryLog,
             base.JobQueue,
