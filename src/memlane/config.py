@@ -27,6 +27,12 @@ class RetrievalPreset:
     keyword_boost: float = 2.0
     mention_weight: float = 0.25
     label_confidence: float = 0.3
+    # A dialogue excerpt or long passage as the query (see ``memlane.retrieval.shape``): the keyword weight is
+    # multiplied by ``dialogue_lexical`` and, for several turns, BM25 searches the last turn's words only.
+    dialogue_lexical: float = 1.0
+    dialogue_last_turn: bool = False
+    # and what the dense dimension embeds of an excerpt of several turns: "whole", its "last" turn, or "both" averaged
+    dialogue_dense: str = "whole"
 
 
 PRESETS: Final[Mapping[str, RetrievalPreset]] = {
@@ -42,6 +48,11 @@ PRESETS: Final[Mapping[str, RetrievalPreset]] = {
             "multi",
             MULTI_DIM,
             description="dense + BM25, the turns around each memory, the people named, the time asked about",
+            # A dialogue excerpt as the query: BM25 over its last turn at half weight, and the dense vector of the
+            # whole averaged with its last turn's (chosen on the tune splits of the dialogue sets; docs/evaluation.md)
+            dialogue_lexical=0.5,
+            dialogue_last_turn=True,
+            dialogue_dense="both",
         ),
         RetrievalPreset("imdmr", IMDMR, description="IMDMR's six-dimension weights with its multi-dimension bonus"),
     )
@@ -113,6 +124,10 @@ class Config:
     max_id_chars: int = 256
     embed_batch: int = 64
     recency_half_life_days: float = 30.0
+    # -- optional reranking of the best fused candidates (memlane.retrieval.rerank): None, "mmr[:LAMBDA]" or
+    # "endpoint:MODEL@URL" (a local cross-encoder server's /rerank); off by default.
+    reranker: str | None = None
+    rerank_depth: int = 30
     # -- extraction and lifecycle --
     infer: bool = True
     min_confidence: float = 0.6
@@ -132,6 +147,8 @@ class Config:
     def __post_init__(self) -> None:
         if self.max_text_chars <= 0 or self.embed_batch <= 0 or self.recency_half_life_days <= 0:
             raise ConfigError("max_text_chars, embed_batch and recency_half_life_days must be positive")
+        if not isinstance(self.rerank_depth, int) or not 1 <= self.rerank_depth <= 1000:
+            raise ConfigError(f"rerank_depth must be an integer from 1 to 1000, got {self.rerank_depth!r}")
         if not 0.0 <= self.min_confidence <= 1.0:
             raise ConfigError(f"min_confidence must be within [0, 1], got {self.min_confidence}")
         if self.capacity is not None and self.capacity < 0:
@@ -178,7 +195,7 @@ class Config:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
         """Settings from ``MEMLANE_HOME``, ``MEMLANE_EMBEDDER``, ``MEMLANE_PRESET``, ``MEMLANE_INFER``,
-        ``MEMLANE_MIN_CONFIDENCE``, ``MEMLANE_CAPACITY`` and ``MEMLANE_LLM_*`` (``PROVIDER``, ``MODEL``,
+        ``MEMLANE_MIN_CONFIDENCE``, ``MEMLANE_CAPACITY``, ``MEMLANE_RERANKER`` and ``MEMLANE_LLM_*`` (``PROVIDER``, ``MODEL``,
         ``BASE_URL``, ``API_KEY`` or ``API_KEY_ENV`` naming the variable that holds the key, ``REGION``).
         """
         env = os.environ if environ is None else environ
@@ -189,6 +206,8 @@ class Config:
             kwargs["embedder"] = env["MEMLANE_EMBEDDER"]
         if env.get("MEMLANE_PRESET"):
             kwargs["preset"] = env["MEMLANE_PRESET"]
+        if env.get("MEMLANE_RERANKER"):
+            kwargs["reranker"] = env["MEMLANE_RERANKER"]
         if env.get("MEMLANE_INFER"):
             kwargs["infer"] = _flag("MEMLANE_INFER", env["MEMLANE_INFER"])
         if env.get("MEMLANE_MIN_CONFIDENCE"):

@@ -51,6 +51,7 @@ from memlane.models import (
     Stats,
     utcnow,
 )
+from memlane.retrieval.rerank import make_reranker
 from memlane.retrieval.search import Retriever
 from memlane.retrieval.tuning import FitResult, LabelledQuery, QueryMatrix, fit, split_groups
 from memlane.security.transfer import EXPORT_FORMAT, ImportLine, read_export, write_export
@@ -148,7 +149,12 @@ class Memory:
         self._store: Store = _open(target)
         self._enricher = Enricher(self._embedder)
         self._retriever = Retriever(
-            self._store, self._embedder, self._enricher, half_life_days=self.config.recency_half_life_days
+            self._store,
+            self._embedder,
+            self._enricher,
+            half_life_days=self.config.recency_half_life_days,
+            reranker=make_reranker(self.config.reranker),
+            rerank_depth=self.config.rerank_depth,
         )
         self._distiller = Distiller(
             self._store,

@@ -49,6 +49,10 @@ class EmbeddingError(MemlaneError):
     """The embedding model could not be loaded or failed to encode."""
 
 
+class RetrievalError(MemlaneError):
+    """A retrieval stage outside memlane failed, e.g. a rerank endpoint refused or answered nonsense."""
+
+
 class ConfigError(MemlaneError):
     """The configuration is invalid or names something unavailable."""
 

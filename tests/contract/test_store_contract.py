@@ -104,7 +104,9 @@ def test_update_reindexes_and_records_history(memory: Memory) -> None:
     assert updated.text.endswith("Lisbon") and updated.importance == 0.9
     assert memory.search("Lisbon", user_id="ana", top_k=1)[0].memory.id == ids[2]
     assert not any(
-        h.memory.id == ids[2] for h in memory.search("Porto", user_id="ana") if h.breakdown["lexical"].raw > 0
+        h.memory.id == ids[2]
+        for h in memory.search("Porto", user_id="ana")
+        if "lexical" in h.breakdown and h.breakdown["lexical"].raw > 0
     )
     events = memory.history(ids[2], user_id="ana")
     assert [e.event for e in events] == [HistoryEvent.ADD, HistoryEvent.UPDATE]

@@ -47,6 +47,7 @@ def test_migrations_are_recorded_and_reopen_is_idempotent(tmp_path: Path, config
             "0006_fts_context_refresh",
             "0007_vector_log",
             "0008_job_leases",
+            "0009_validity",
         ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
@@ -167,6 +168,7 @@ def test_sqlite_store_implements_every_capability(tmp_path: Path) -> None:
             base.VectorStore,
             base.CandidateIndex,
             base.EntityIndex,
+            base.ValidityIndex,
             base.FeedbackLog,
             base.HistoryLog,
             base.JobQueue,

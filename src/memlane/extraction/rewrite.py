@@ -212,8 +212,11 @@ def absolutise(text: str, reference: datetime, prefer: Prefer | None = None) -> 
 
 
 def finish_sentence(text: str) -> str:
-    """Capitalise, collapse spaces, end with a full stop."""
+    """Capitalise, collapse spaces, end with a full stop; a default subject ("The user") inside the sentence is
+    written in lower case ("Rex is the user's dog.").
+    """
     text = " ".join(text.split()).strip(" ,;:-")
+    text = re.sub(r"(?<=\S )The user\b", "the user", text)
     text = re.sub(r"[!.]+$", "", text).strip()
     if not text:
         return text

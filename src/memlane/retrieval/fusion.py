@@ -35,6 +35,9 @@ class FusionSpec:
     tie_breaker: str | None = None
     multi_bonus: float = 0.0
     multi_threshold: float = 0.5
+    # Demotions (weighted fusion only): an item's total is multiplied by (1 - p x its score in the dimension), e.g.
+    # ``validity`` (1.0 for a message whose claim a later memory superseded). They never nominate items.
+    penalties: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.method not in ("weighted", "rrf"):
@@ -45,15 +48,22 @@ class FusionSpec:
             raise ValueError("rrf_k must be positive")
         if not math.isfinite(self.multi_bonus) or self.multi_bonus < 0:
             raise ValueError("multi_bonus must be finite and non-negative")
+        if any(not 0.0 <= p <= 1.0 for p in self.penalties.values()):
+            raise ValueError("penalties must be within [0, 1]")
 
 
 def minmax(scores: Mapping[K, float]) -> dict[K, float]:
-    """Scale scores to [0, 1] by the min and max; all-equal scores map to 1.0 (they tie at the top)."""
+    """Scale scores to [0, 1] by the min and max.
+
+    All-equal scores carry no evidence for ranking one item over another: they map to 1.0 when they are positive
+    (they tie at the top) and to 0.0 when they are zero or below, so that a dimension in which nothing matched (every
+    BM25 score 0) contributes nothing instead of the maximum.
+    """
     if not scores:
         return {}
     lo, hi = min(scores.values()), max(scores.values())
     if hi - lo <= 1e-12:
-        return dict.fromkeys(scores, 1.0)
+        return dict.fromkeys(scores, 1.0 if hi > 1e-12 else 0.0)
     span = hi - lo
     return {k: (v - lo) / span for k, v in scores.items()}
 
@@ -109,8 +119,18 @@ def weighted_sum(signals: Signals[K], spec: FusionSpec, limit: int | None = None
     for key, count in strong.items():
         if count > 1:
             totals[key] += spec.multi_bonus * (count - 1)
+    cuts: dict[str, dict[K, float]] = {}
+    for dim, p in spec.penalties.items():
+        for key, value in signals.get(dim, {}).items():
+            if p > 0 and value > 0 and key in totals:
+                cut = totals[key] * p * min(value, 1.0)
+                totals[key] -= cut
+                cuts.setdefault(dim, {})[key] = cut
     chosen = _ordered_keys(totals, signals, spec.tie_breaker, limit)
     rank_of = {dim: ranks(signals.get(dim, {})) for dim in engaged} if chosen else {}
+    silent = {  # every raw score 0, so every normalised one too: the dimension found nothing
+        dim for dim in engaged if signals.get(dim) and not any(signals[dim].values()) and not any(normed[dim].values())
+    }
     out: list[Fused[K]] = []
     for key in chosen:
         parts: dict[str, ScoreBreakdown] = {}
@@ -118,6 +138,8 @@ def weighted_sum(signals: Signals[K], spec: FusionSpec, limit: int | None = None
             raw = signals.get(dim, {}).get(key)
             if raw is None:
                 continue
+            if dim in silent:
+                continue  # nothing scored above 0 in this dimension (no query term matched): nothing to explain
             norm = normed[dim][key]
             parts[dim] = ScoreBreakdown(
                 raw=raw, normalized=norm, weight=weight, contribution=weight * norm, rank=rank_of[dim][key]
@@ -126,6 +148,12 @@ def weighted_sum(signals: Signals[K], spec: FusionSpec, limit: int | None = None
         if count > 1:
             bonus = spec.multi_bonus * (count - 1)
             parts[MULTI] = ScoreBreakdown(raw=count, normalized=count - 1, weight=spec.multi_bonus, contribution=bonus)
+        for dim, cut_of in cuts.items():
+            if key in cut_of:
+                raw = signals[dim][key]
+                parts[dim] = ScoreBreakdown(
+                    raw=raw, normalized=min(raw, 1.0), weight=spec.penalties[dim], contribution=-cut_of[key]
+                )
         out.append(Fused(key, totals[key], parts))
     return out
 
@@ -177,6 +205,7 @@ MULTI_DIM = FusionSpec(
     {"dense": 0.6, "lexical": 0.4, "context": 0.35, "session": 0.1, "entity": 0.25, "temporal": 0.2},
     normalizers=_EXTRA,
     tie_breaker="recency",
+    penalties={"validity": 0.9},
 )
 # IMDMR's published weights, with its bonus for memories strong on several dimensions at once.
 IMDMR = FusionSpec(

@@ -9,18 +9,23 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
 
+import numpy as np
+
 from memlane.config import RetrievalPreset
 from memlane.embedding.base import Embedder, Vectors
 from memlane.enrich.aliases import EntityResolver, relation_of
 from memlane.enrich.entities import canonical
 from memlane.enrich.pipeline import Enricher
 from memlane.enrich.temporal import TimeSpan
-from memlane.models import Filters, Hit
+from memlane.models import Filters, Hit, ScoreBreakdown
 from memlane.retrieval.context import context_scores, session_scores
 from memlane.retrieval.fusion import Fused, FusionSpec, fuse, normalize
 from memlane.retrieval.query import QueryFeatures, analyse_query, resolve_relations
-from memlane.store.base import CandidateIndex, EntityIndex, RecordReader, TextIndex, VectorIndex
-from memlane.store.records import CandidateFacts
+from memlane.retrieval.rerank import RerankCandidate, Reranker
+from memlane.retrieval.shape import QueryShape, query_shape
+from memlane.retrieval.text import query_terms
+from memlane.store.base import CandidateIndex, EntityIndex, RecordReader, TextIndex, ValidityIndex, VectorIndex
+from memlane.store.records import CandidateFacts, Contradiction
 
 CONTENT_DIMS = ("dense", "lexical")
 # The dimensions scored from the candidates' stored facts (besides context and session, which need positions).
@@ -53,10 +58,13 @@ class QueryPlan:
     entities: list[str]
     triggers: dict[str, str] = field(default_factory=dict)
     semantic_query: str = ""  # what the dense dimension embeds: the query less the speakers it names
+    shape: QueryShape | None = None
+    lexical_terms: list[str] | None = None  # what BM25 searches, when not all of the query's terms
+    focus_query: str = ""  # a part of the query embedded too, its vector averaged with the semantic query's
 
     @property
     def terms(self) -> list[str]:
-        return self.features.terms
+        return self.features.terms if self.lexical_terms is None else self.lexical_terms
 
     @property
     def dimensions(self) -> frozenset[str]:
@@ -64,7 +72,12 @@ class QueryPlan:
 
 
 class Planner:
-    """Turns query features and a preset into a ``QueryPlan``: a dimension the query gives no evidence for is off."""
+    """Turns query features and a preset into a ``QueryPlan``: a dimension the query gives no evidence for is off.
+
+    The query's shape sets the weights too: exact-match terms (codes, identifiers, quoted strings) raise the keyword
+    weight; a dialogue excerpt or long passage as the query lowers it and keeps BM25 to its last turn, since most of
+    its words are about something else than what it seeks (the dense dimension still reads all of it).
+    """
 
     def plan(
         self,
@@ -79,15 +92,26 @@ class Planner:
         spec = preset.fusion
         weights = dict(spec.weights)
         triggers: dict[str, str] = {}
+        shape = query_shape(features.text)
         terms = features.terms
+        lexical_terms: list[str] | None = None
+        conversational = shape.is_dialogue and not features.has_exact_terms
         if "dense" in weights:
             triggers["dense"] = "always: semantic similarity to the query"
         if "lexical" in weights:
+            if conversational and preset.dialogue_last_turn and shape.turns >= 2:
+                lexical_terms = query_terms(shape.last_turn)
+                terms = lexical_terms
             triggers["lexical"] = f"BM25 over {len(terms)} query term(s)" if terms else "no content words"
+            if lexical_terms is not None:
+                triggers["lexical"] += " of the excerpt's last turn"
             if features.has_exact_terms and preset.keyword_boost != 1.0:
                 weights["lexical"] *= preset.keyword_boost
                 shown = ", ".join(repr(t) for t in features.exact_terms[:5])
                 triggers["lexical"] += f"; exact-match terms {shown}: keyword weight x{preset.keyword_boost:g}"
+            elif conversational and preset.dialogue_lexical != 1.0 and len(weights) > 1:
+                weights["lexical"] *= preset.dialogue_lexical
+                triggers["lexical"] += f"; the query is {shape.describe()}: keyword weight x{preset.dialogue_lexical:g}"
         if "entity" in weights:
             if entities:
                 named = via or {}
@@ -126,15 +150,31 @@ class Planner:
             tie_breaker=spec.tie_breaker,
             multi_bonus=spec.multi_bonus,
             multi_threshold=spec.multi_threshold,
+            penalties=spec.penalties,
         )
         semantic = features.text
-        if "entity" in triggers and speakers:
+        focus = ""
+        if "dense" in weights and conversational and shape.turns >= 2 and shape.last_turn:
+            if preset.dialogue_dense == "last":
+                semantic = shape.last_turn
+                triggers["dense"] += f"; the query is {shape.describe()}: its last turn is embedded"
+            elif preset.dialogue_dense == "both":
+                focus = shape.last_turn
+                triggers["dense"] += f"; the query is {shape.describe()}: the whole and its last turn, averaged"
+        if "entity" in triggers and speakers and semantic == features.text:
             semantic = without_names(features, speakers)
             if semantic != features.text:
                 shown = ", ".join(repr(n) for n in speakers)
                 triggers["dense"] += f", without the speaker names the entity dimension covers ({shown})"
         return QueryPlan(
-            fusion=fusion, features=features, entities=list(entities), triggers=triggers, semantic_query=semantic
+            fusion=fusion,
+            features=features,
+            entities=list(entities),
+            triggers=triggers,
+            semantic_query=semantic,
+            shape=shape,
+            lexical_terms=lexical_terms,
+            focus_query=focus,
         )
 
 
@@ -186,19 +226,30 @@ def temporal_score(
     return 0.5 if wants_time and start is not None else 0.0
 
 
-class SearchStore(RecordReader, TextIndex, VectorIndex, CandidateIndex, EntityIndex, Protocol):
+class SearchStore(RecordReader, TextIndex, VectorIndex, CandidateIndex, EntityIndex, ValidityIndex, Protocol):
     """What the read path uses of a store."""
 
 
 class Retriever:
     """Runs a plan's dimensions against a store and fuses them."""
 
-    def __init__(self, store: SearchStore, embedder: Embedder, enricher: Enricher, *, half_life_days: float) -> None:
+    def __init__(
+        self,
+        store: SearchStore,
+        embedder: Embedder,
+        enricher: Enricher,
+        *,
+        half_life_days: float,
+        reranker: Reranker | None = None,
+        rerank_depth: int = 30,
+    ) -> None:
         self._store = store
         self._embedder = embedder
         self._enricher = enricher
         self._half_life = half_life_days
         self._planner = Planner()
+        self._reranker = reranker
+        self._rerank_depth = rerank_depth
 
     def plan(
         self, query: str, user_id: str, preset: RetrievalPreset, now: datetime, qvec: Vectors | None = None
@@ -242,6 +293,10 @@ class Retriever:
             return plan, None
         if qvec is None or (plan.semantic_query and plan.semantic_query != query):
             qvec = self._embedder.embed_query(plan.semantic_query or query)
+        if plan.focus_query:
+            both = qvec + self._embedder.embed_query(plan.focus_query)
+            norm = float(np.linalg.norm(both))
+            qvec = both / norm if norm > 0 else qvec
         return plan, qvec
 
     def signals(
@@ -306,7 +361,18 @@ class Retriever:
             signals["recency"] = {k: recency(f.timestamp, now, self._half_life) for k, f in facts.items()}
         if "importance" in dims:
             signals["importance"] = {k: f.importance for k, f in facts.items()}
+        if plan.fusion.penalties.get("validity", 0.0) > 0 and pool:
+            signals["validity"] = {k: 1.0 for k, c in self.stale(user_id, pool, filters).items() if k in returnable}
         return signals, returnable
+
+    def stale(self, user_id: str, keys: Sequence[str], filters: Filters) -> dict[str, Contradiction]:
+        """The messages among ``keys`` whose claim a later memory superseded, as seen at ``filters.as_of``.
+
+        Searching as of a time before the supersession, the old claim was current then and nothing is stale.
+        """
+        found = self._store.contradicted(user_id, keys)
+        as_of = filters.as_of
+        return {k: c for k, c in found.items() if as_of is None or as_of >= c.since}
 
     def _facts(self, user_id: str, pool: Sequence[str], plan: QueryPlan, dims: Set[str]) -> dict[str, CandidateFacts]:
         """The facts of the whole pool in one call (with the asked entities when the entity dimension runs)."""
@@ -370,9 +436,10 @@ class Retriever:
         signals, returnable = self.signals(qvec, user_id, filters, preset, plan, now)
         # Neighbours outside the filters served as context; they compete for nothing.
         competing = {d: {k: v for k, v in sig.items() if k in returnable} for d, sig in signals.items()}
-        ranked: list[Fused[str]] = fuse(competing, plan.fusion, limit=top_k)
+        depth = max(top_k, self._rerank_depth) if self._reranker is not None else top_k
+        ranked: list[Fused[str]] = fuse(competing, plan.fusion, limit=depth)
         items = self._store.get_many(user_id, [f.key for f in ranked])
-        return [
+        hits = [
             Hit(
                 memory=items[f.key],
                 score=f.score,
@@ -383,3 +450,44 @@ class Retriever:
             for f in ranked
             if f.key in items
         ]
+        demoted = [h.memory.id for h in hits if "validity" in h.breakdown]
+        if demoted:
+            self._explain_validity(hits, self.stale(user_id, demoted, filters))
+        return self._rerank(query, hits, top_k) if self._reranker is not None else hits
+
+    @staticmethod
+    def _explain_validity(hits: Sequence[Hit], links: Mapping[str, Contradiction]) -> None:
+        """Say on each demoted message which memory now holds the value, and on that memory what it replaced."""
+        replaced: dict[str, list[str]] = {}
+        for h in hits:
+            link = links.get(h.memory.id)
+            if link is not None:
+                h.triggers["validity"] = (
+                    f"demoted: what this message said was superseded on {link.since.date().isoformat()}; "
+                    f"the current value is memory {link.contradicted_by}"
+                )
+                replaced.setdefault(link.contradicted_by, []).append(h.memory.id)
+        for h in hits:
+            if h.memory.id in replaced and h.memory.is_current:
+                shown = ", ".join(replaced[h.memory.id])
+                h.triggers["validity"] = f"current: it supersedes what message(s) {shown} said, ranked below it"
+
+    def _rerank(self, query: str, hits: list[Hit], top_k: int) -> list[Hit]:
+        """Reorder the fused hits with the reranker; each hit keeps its fusion breakdown and gains a ``rerank`` entry.
+
+        The hit's score stays the fused score (what its breakdown sums to); the order is the reranker's, and the
+        ``rerank`` entry carries its score and rank (weight 0: it is an order, not a part of the sum).
+        """
+        assert self._reranker is not None
+        by_key = {h.memory.id: h for h in hits}
+        offered = [RerankCandidate(h.memory.id, h.memory.text, h.score) for h in hits]
+        order = self._reranker.rerank(query, offered, top_k)
+        out: list[Hit] = []
+        for position, r in enumerate(order, start=1):
+            hit = by_key[r.key]
+            hit.breakdown["rerank"] = ScoreBreakdown(
+                raw=r.score, normalized=r.score, weight=0.0, contribution=0.0, rank=position
+            )
+            hit.triggers["rerank"] = f"order set by {self._reranker.identity} over the best {len(offered)} fused"
+            out.append(hit)
+        return out

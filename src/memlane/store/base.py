@@ -23,7 +23,7 @@ from memlane.models import (
     MemoryKind,
 )
 from memlane.store.outcome import JobClaim, JobOutcome
-from memlane.store.records import CandidateFacts, Feedback, Position, ScoredIds
+from memlane.store.records import CandidateFacts, Contradiction, Feedback, Position, ScoredIds
 
 
 @runtime_checkable
@@ -234,6 +234,15 @@ class EntityIndex(Protocol):
 
 
 @runtime_checkable
+class ValidityIndex(Protocol):
+    """Which messages stated a claim that a later memory superseded (written in the supersession's transaction)."""
+
+    def contradicted(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Contradiction]:
+        """The links of those of ``memory_ids`` whose claim was superseded (the earliest supersession each)."""
+        ...
+
+
+@runtime_checkable
 class FeedbackLog(Protocol):
     """Whether a returned memory was useful for a query: the labels ``memlane tune`` learns weights from."""
 
@@ -362,6 +371,7 @@ class Store(
     VectorStore,
     CandidateIndex,
     EntityIndex,
+    ValidityIndex,
     FeedbackLog,
     HistoryLog,
     JobQueue,

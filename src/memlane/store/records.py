@@ -25,6 +25,20 @@ class Position(NamedTuple):
     position: int
 
 
+@dataclass(frozen=True, slots=True)
+class Contradiction:
+    """A stored message whose claim is no longer current: the typed memory distilled from it was superseded.
+
+    ``superseded`` is that old memory, ``contradicted_by`` the one that holds the current value, ``since`` when the
+    old claim stopped being valid.
+    """
+
+    memory_id: str
+    superseded: str
+    contradicted_by: str
+    since: datetime
+
+
 class CandidateFacts(NamedTuple):
     """What the read path's dimensions need to know of one candidate memory, fetched for the whole pool at once.
 

@@ -221,4 +221,18 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         )
         """,
     ),
+    (
+        # Messages whose claim a later memory superseded (validity of raw turns; see store/sqlite/validity.py).
+        "0009_validity",
+        """
+        CREATE TABLE contradictions (
+            user_id         TEXT NOT NULL,
+            memory_id       TEXT NOT NULL,
+            superseded      TEXT NOT NULL,
+            contradicted_by TEXT NOT NULL,
+            since           INTEGER NOT NULL,
+            PRIMARY KEY (user_id, memory_id, superseded)
+        ) WITHOUT ROWID
+        """,
+    ),
 )

@@ -14,6 +14,7 @@ from memlane.store.sqlite.history import SQLiteHistory
 from memlane.store.sqlite.queue import SQLiteJobQueue
 from memlane.store.sqlite.reads import SQLiteReads
 from memlane.store.sqlite.text import SQLiteTextIndex
+from memlane.store.sqlite.validity import SQLiteValidity
 from memlane.store.sqlite.vector_index import SQLiteVectorIndex
 from memlane.store.sqlite.writes import SQLiteWrites
 
@@ -25,6 +26,7 @@ class SQLiteStore(
     SQLiteVectorIndex,
     SQLiteCandidateIndex,
     SQLiteEntityIndex,
+    SQLiteValidity,
     SQLiteFeedback,
     SQLiteHistory,
     SQLiteJobQueue,

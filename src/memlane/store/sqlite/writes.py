@@ -24,6 +24,7 @@ from memlane.store.sqlite.entities import write_aliases, write_entities
 from memlane.store.sqlite.history import erase_text, log_event
 from memlane.store.sqlite.rows import COLUMNS, MUTABLE, item_params, to_micros
 from memlane.store.sqlite.text import drop_entry, index_entry, refresh_next_context, turn_of
+from memlane.store.sqlite.validity import forget_links, mark_contradicted
 
 _INSERT: Final = f"INSERT INTO memories ({COLUMNS}, embed_hash) VALUES ({', '.join('?' * (len(MUTABLE) + 3))})"
 _SETS: Final = ", ".join(f"{col} = ?" for col in MUTABLE)
@@ -68,6 +69,7 @@ def remove_row(
     refresh_next_context(c, turn)
     c.execute("DELETE FROM feedback WHERE user_id = ? AND memory_id = ?", (user_id, memory_id))
     erase_text(c, user_id, memory_id)
+    forget_links(c, user_id, memory_id)
     log_event(c, user_id, memory_id, HistoryEvent.DELETE, at, changes=changes)
 
 
@@ -141,11 +143,15 @@ class SQLiteWrites:
                 pks.append(insert_row(c, item, body, vec))
                 extra = dict((changes or {}).get(item.id, {}))
                 log_event(c, item.user_id, item.id, event, item.created_at, None, item.text, extra)
+                if item.superseded_by:  # an older claim learnt late: born superseded, so are its messages
+                    mark_contradicted(c, item)
             for item, entry in updates:
                 update_fields(c, row_key(c, item.user_id, item.id), item)
                 log_event(
                     c, item.user_id, item.id, entry.event, entry.at, entry.old_text, entry.new_text, entry.changes
                 )
+                if entry.event is HistoryEvent.SUPERSEDE:
+                    mark_contradicted(c, item)
             for user_id, rows in (aliases or {}).items():
                 write_aliases(c, user_id, rows)
             for job in jobs:
@@ -217,7 +223,16 @@ class SQLiteWrites:
                 (user_id,),
             )
             # vector_log last: deleting the vectors (a cascade) logs them again
-            for table in ("memories", "entities", "feedback", "history", "jobs", "archive", "vector_log"):
+            for table in (
+                "memories",
+                "entities",
+                "feedback",
+                "history",
+                "jobs",
+                "archive",
+                "contradictions",
+                "vector_log",
+            ):
                 c.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
             c.execute("DELETE FROM vector_log_floor WHERE user_id = ?", (user_id,))
             self._db.bump(c, user_id)

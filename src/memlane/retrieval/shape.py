@@ -1,0 +1,71 @@
+"""The shape of a query: how long it is, how many turns of dialogue it holds, and whether it ends in a question.
+
+The planner reads the shape to weigh the dimensions: a short question is matched by its words, while a dialogue
+excerpt pasted as the query (several ``Speaker: text`` turns) is mostly about something else than what it seeks,
+so keyword matching over all of its words adds noise and only its last turn says what is wanted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+# "Name: text" at the start of a line: a turn of dialogue (a speaker label of one to four words, no URL scheme).
+_TURN: Final = re.compile(r"^\s*(?P<speaker>[^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*){0,3})\s*:(?!//)\s+\S", re.UNICODE)
+_SENTENCE_END: Final = re.compile(r"[.!?]+(?=\s|$)")
+_WORD: Final = re.compile(r"\w+", re.UNICODE)
+# Over this many words, a single-line query is read as a passage rather than a question.
+LONG_QUERY_WORDS: Final = 40
+
+
+@dataclass(frozen=True)
+class QueryShape:
+    """Counts read off the query text alone.
+
+    ``turns`` counts the lines that start with a speaker label (0 for an ordinary query); ``last_turn`` is the text
+    of the last non-empty line, without its speaker label: what a dialogue excerpt asks for.
+    """
+
+    words: int
+    lines: int
+    turns: int
+    sentences: int
+    is_question: bool
+    last_turn: str
+
+    @property
+    def is_dialogue(self) -> bool:
+        """Several turns of conversation, or one long passage: a query whose words are mostly not what it seeks."""
+        return self.turns >= 2 or (self.lines >= 3 and self.words > LONG_QUERY_WORDS // 2) or self.is_long
+
+    @property
+    def is_long(self) -> bool:
+        return self.words > LONG_QUERY_WORDS
+
+    def describe(self) -> str:
+        """A short phrase for the planner's explanations."""
+        if self.turns >= 2:
+            return f"a dialogue excerpt of {self.turns} turns ({self.words} words)"
+        if self.lines >= 3 or self.is_long:
+            return f"a passage of {self.words} words"
+        return f"a {'question' if self.is_question else 'query'} of {self.words} words"
+
+
+def query_shape(text: str) -> QueryShape:
+    """Measure ``text``: words, lines, speaker turns, sentences, and whether its last line asks a question."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    turns = sum(1 for line in lines if _TURN.match(line))
+    last = lines[-1] if lines else ""
+    match = _TURN.match(last)
+    if match and turns:
+        last = last[match.end("speaker") :].lstrip().removeprefix(":").strip()
+    sentences = sum(max(len(_SENTENCE_END.findall(line)), 1) for line in lines)
+    return QueryShape(
+        words=len(_WORD.findall(text)),
+        lines=len(lines),
+        turns=turns,
+        sentences=sentences,
+        is_question=last.rstrip().endswith("?"),
+        last_turn=last,
+    )

@@ -1,0 +1,78 @@
+"""Fusion tells the truth about evidence, and the planner weighs dimensions by the query's shape."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from memlane import Memory, Message
+from memlane.cli.demo import DEMO_SESSIONS
+from memlane.config import preset
+from memlane.retrieval.fusion import CONVEX, fuse, minmax
+from memlane.retrieval.query import analyse_query
+from memlane.retrieval.search import Planner
+from memlane.retrieval.shape import query_shape
+
+NOW = datetime(2025, 6, 1, tzinfo=UTC)
+EXCERPT = (
+    "Sam: You look shattered.\n"
+    "Priya: Up at six again. He needs his walk before I log on or he cries at the door.\n"
+    "Sam: Is he settling in any better? How long ago did you get him?"
+)
+
+
+def test_a_dimension_where_nothing_matched_contributes_nothing() -> None:
+    assert minmax({"a": 0.0, "b": 0.0}) == {"a": 0.0, "b": 0.0}
+    assert minmax({"a": 2.0, "b": 2.0}) == {"a": 1.0, "b": 1.0}
+    fused = fuse({"dense": {"a": 0.9, "b": 0.5}, "lexical": {"a": 0.0, "b": 0.0}}, CONVEX)
+    assert [f.key for f in fused] == ["a", "b"]
+    assert fused[0].score == 0.7 and "lexical" not in fused[0].breakdown
+
+
+def test_zero_match_query_gets_no_bm25_credit_after_the_demo() -> None:
+    """Regression: with no stored turn sharing a word with the query, min-max gave every hit lexical 1.00 (+0.40)."""
+    with Memory(":memory:", embedder="hash") as memory:
+        for n, (when, turns) in enumerate(DEMO_SESSIONS, start=1):
+            msgs = [Message(role="user" if w != "assistant" else "assistant", name=w, content=t) for w, t in turns]
+            memory.add(msgs, user_id="maya", session_id=f"session-{n}", timestamp=when)
+        hits = memory.search("what is my cat's favourite toy?", user_id="maya", top_k=10)
+        matched = memory.search("what is my dog's name?", user_id="maya", top_k=10)
+    assert hits
+    for hit in hits:
+        assert "lexical" not in hit.breakdown, hit.breakdown
+        assert hit.score == sum(b.contribution for b in hit.breakdown.values())
+    # a query whose words do match still gets BM25's full credit on its best match
+    assert max(h.breakdown["lexical"].contribution for h in matched if "lexical" in h.breakdown) == 0.4
+
+
+def test_query_shape() -> None:
+    shape = query_shape(EXCERPT)
+    assert (shape.turns, shape.lines, shape.is_question, shape.is_dialogue) == (3, 3, True, True)
+    assert shape.last_turn == "Is he settling in any better? How long ago did you get him?"
+    short = query_shape("What did Caroline paint last week?")
+    assert (short.turns, short.is_question, short.is_dialogue, short.words) == (0, True, False, 6)
+    assert not query_shape("see https://example.com/x: it fails").is_dialogue
+    assert query_shape(" ".join(["word"] * 60)).is_long
+
+
+def test_a_dialogue_excerpt_lowers_the_keyword_weight_and_searches_its_last_turn() -> None:
+    tuned = replace(preset("multi"), dialogue_lexical=0.25, dialogue_last_turn=True)
+    plan = Planner().plan(analyse_query(EXCERPT, NOW), tuned, entities=[])
+    assert plan.fusion.weights["lexical"] == 0.4 * 0.25
+    assert plan.terms == ["settling", "better", "long", "ago"]
+    assert "shattered" not in plan.terms and "dialogue excerpt of 3 turns" in plan.triggers["lexical"]
+    # a short question is planned as before
+    plain = Planner().plan(analyse_query("how long ago did Priya get her dog?", NOW), tuned, entities=[])
+    assert plain.fusion.weights["lexical"] == 0.4 and plain.lexical_terms is None
+    # exact-match terms keep their boost even inside an excerpt
+    coded = Planner().plan(analyse_query(EXCERPT + "\nSam: it says ERR_CONN_RESET_42", NOW), tuned, entities=[])
+    assert coded.fusion.weights["lexical"] == 0.8 and coded.lexical_terms is None
+
+
+def test_the_default_preset_reads_a_dialogue_excerpt_by_its_last_turn() -> None:
+    plan = Planner().plan(analyse_query(EXCERPT, NOW), preset("default"), entities=[])
+    assert plan.fusion.weights["lexical"] == 0.4 * 0.5 and plan.terms == ["settling", "better", "long", "ago"]
+    assert plan.semantic_query == EXCERPT and plan.focus_query == query_shape(EXCERPT).last_turn
+    assert "averaged" in plan.triggers["dense"]
+    short = Planner().plan(analyse_query("Where did Priya get her dog?", NOW), preset("default"), entities=[])
+    assert short.focus_query == "" and short.fusion.weights["lexical"] == 0.4
