@@ -47,3 +47,16 @@ def test_an_orphan_index_folder_is_swept_on_open(tmp_path: Path) -> None:
     (orphan / "meta.json").write_text("{}")
     with Memory(db, embedder="hash"):
         assert not orphan.exists()
+
+
+def test_delete_all_leaves_no_byte_of_the_users_text_in_the_file(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with Memory(db, embedder="hash") as m:
+        for i in range(40):
+            m.add(f"filler turn {i} about gardening and the weather", user_id="bob", infer=False)
+        m.add(["My locker code is quixotrelzz.", "Noted, quixotrelzz it is."], user_id="ana", infer=False)
+        m.search("quixotrelzz", user_id="ana")
+        m.delete_all(user_id="ana")
+    # closed: the WAL is checkpointed into the file; neither the rows, the full-text index nor a vector file keeps it
+    assert b"quixotrelzz" not in db.read_bytes()
+    assert b"quixotrelzz" not in _index_bytes(db)

@@ -13,7 +13,7 @@ from memlane.store.sqlite.feedback import SQLiteFeedback
 from memlane.store.sqlite.history import SQLiteHistory
 from memlane.store.sqlite.queue import SQLiteJobQueue
 from memlane.store.sqlite.reads import SQLiteReads
-from memlane.store.sqlite.text import SQLiteTextIndex
+from memlane.store.sqlite.text import SQLiteTextIndex, enable_secure_delete
 from memlane.store.sqlite.validity import SQLiteValidity
 from memlane.store.sqlite.vector_index import SQLiteVectorIndex
 from memlane.store.sqlite.writes import SQLiteWrites
@@ -40,8 +40,11 @@ class SQLiteStore(
     def __init__(self, path: Path | str, *, read_only: bool = False) -> None:
         self._db = Database(path, read_only=read_only)
         self._cache = AnnIndexes(self._db)
+        self._fts_secure_delete = False
         if not self._db.read_only:
             self._cache.sweep()  # index folders of users deleted by a process that died before removing them
+            with self._db.atomic() as c:
+                self._fts_secure_delete = enable_secure_delete(c)
 
     @property
     def read_only(self) -> bool:

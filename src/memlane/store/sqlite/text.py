@@ -29,6 +29,24 @@ def fts_match(user_id: str, terms: Sequence[str]) -> str:
     return f"scope : {scope_token(user_id)} AND {{body ctx}} : ({quoted})"
 
 
+def enable_secure_delete(c: sqlite3.Connection) -> bool:
+    """Ask FTS5 to remove a deleted row's terms from its index at once (SQLite 3.44+; a setting stored in the index).
+
+    Without it, FTS5 only records a delete marker, and the terms stay in older index segments (unsearchable) until
+    the segments are merged. Returns whether this SQLite supports it.
+    """
+    try:
+        c.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('secure-delete', 1)")
+    except sqlite3.Error:
+        return False
+    return True
+
+
+def purge_deleted_terms(c: sqlite3.Connection) -> None:
+    """Merge the whole full-text index into one segment, dropping the terms of deleted rows (O(index size))."""
+    c.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+
+
 def previous_turn(c: sqlite3.Connection, item: MemoryItem) -> str:
     """The text of the turn before ``item`` in its session: indexed beside it, so that an answer ("A sunset.") is
     found by the words of the question it answers ("What did you paint?").

@@ -23,7 +23,7 @@ from memlane.store.sqlite.db import Database, marks
 from memlane.store.sqlite.entities import write_aliases, write_entities
 from memlane.store.sqlite.history import erase_text, log_event
 from memlane.store.sqlite.rows import COLUMNS, MUTABLE, item_params, to_micros
-from memlane.store.sqlite.text import drop_entry, index_entry, refresh_next_context, turn_of
+from memlane.store.sqlite.text import drop_entry, index_entry, purge_deleted_terms, refresh_next_context, turn_of
 from memlane.store.sqlite.validity import forget_links, mark_contradicted
 
 _INSERT: Final = f"INSERT INTO memories ({COLUMNS}, embed_hash) VALUES ({', '.join('?' * (len(MUTABLE) + 3))})"
@@ -91,6 +91,7 @@ class SQLiteWrites:
 
     _db: Database
     _cache: AnnIndexes
+    _fts_secure_delete: bool
 
     def insert(
         self,
@@ -236,6 +237,8 @@ class SQLiteWrites:
                 c.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
             c.execute("DELETE FROM vector_log_floor WHERE user_id = ?", (user_id,))
             self._db.bump(c, user_id)
+            if not self._fts_secure_delete:  # an older SQLite: merge the index so no term of the user survives
+                purge_deleted_terms(c)
         self._cache.forget(user_id)
         return int(n)
 
