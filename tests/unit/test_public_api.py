@@ -11,7 +11,7 @@ EXPECTED = {
     "AddResult", "ArchivedMemory", "Config", "ConfigError", "CorruptStoreError", "Embedder", "EmbedderMismatchError",
     "EmbeddingError", "Filters", "HistoryEntry", "HistoryEvent", "Hit", "ImportFormatError", "Job", "JobState", "JobTimeoutError", "MemlaneError",
     "Memory", "MemoryItem", "MemoryKind", "Message", "MissingDependencyError", "MissingScopeError",
-    "NotFoundError", "RetrievalPreset", "SchemaError", "ScoreBreakdown", "SourceRef", "Stats", "StoreError",
+    "NotFoundError", "RetrievalError", "RetrievalPreset", "SchemaError", "ScoreBreakdown", "SourceRef", "Stats", "StoreError",
     "SurvivalWeights", "UnknownFilterError", "ValidationError", "__version__",
 }  # fmt: skip
 
