@@ -53,9 +53,8 @@ from memlane.retrieval.search import Retriever
 from memlane.retrieval.tuning import FitResult, LabelledQuery, QueryMatrix, fit, split_groups
 from memlane.security.validation import check_metadata, check_text, optional_id, require_scope
 from memlane.store import Store, open_store
-from memlane.store.base import AliasTuple
 from memlane.store.outcome import JobOutcome
-from memlane.store.sqlite.store import embed_hash
+from memlane.store.records import embed_hash
 from memlane.worker import JobWorker
 
 log = logging.getLogger(__name__)
@@ -361,18 +360,17 @@ class Memory:
         with self._lifecycle:
             return self._distiller.enforce_capacity(user_id, hard=hard)
 
-    def _enrich(self, items: Sequence[MemoryItem], vectors: Vectors) -> dict[str, builtins.list[AliasTuple]]:
+    def _enrich(self, items: Sequence[MemoryItem], vectors: Vectors) -> dict[str, builtins.list[AliasRow]]:
         """Fill the write-time dimensions of new items; returns each user's changed entity-table rows."""
         by_user: dict[str, builtins.list[int]] = {}
         for i, item in enumerate(items):
             by_user.setdefault(item.user_id, []).append(i)
-        changed: dict[str, builtins.list[AliasTuple]] = {}
+        changed: dict[str, builtins.list[AliasRow]] = {}
         for user_id, idx in by_user.items():
             before = set(self._store.entity_aliases(user_id))
-            resolver = EntityResolver.from_rows(AliasRow(*row) for row in before)
+            resolver = EntityResolver.from_rows(before)
             self._enricher.enrich([items[i] for i in idx], vectors[idx], resolver)
-            after = [(r.alias, r.target, r.kind, r.display) for r in resolver.to_rows()]
-            changed[user_id] = [row for row in after if row not in before]
+            changed[user_id] = [row for row in resolver.to_rows() if row not in before]
         return changed
 
     def _embed(self, texts: Sequence[str]) -> Vectors:
@@ -506,10 +504,10 @@ class Memory:
 
     def _feedback_queries(self) -> builtins.list[LabelledQuery]:
         grouped: dict[tuple[str, str], set[str]] = {}
-        for user_id, query, memory_id, useful in self._store.feedback():
-            relevant = grouped.setdefault((user_id, query), set())
-            if useful:
-                relevant.add(memory_id)
+        for judged in self._store.feedback():
+            relevant = grouped.setdefault((judged.user_id, judged.query), set())
+            if judged.useful:
+                relevant.add(judged.memory_id)
         return [LabelledQuery(q, u, frozenset(r)) for (u, q), r in grouped.items() if r]
 
     @staticmethod
@@ -583,7 +581,7 @@ class Memory:
         now = utcnow()
         new.updated_at = now
         body = vector = None
-        aliases: builtins.list[AliasTuple] = []
+        aliases: builtins.list[AliasRow] = []
         if text is not None:
             self._check_embedder()
             body = index_text(new)
@@ -688,8 +686,8 @@ class Memory:
         """Re-embed every memory with the configured embedder and record it as the store's model."""
         n = 0
         for batch in self._store.reindex_batches(batch_size):
-            vectors = self._embedder.embed([index_text(item) for _, item in batch])
-            self._store.write_vectors([(pk, vec) for (pk, _), vec in zip(batch, vectors, strict=True)])
+            vectors = self._embedder.embed([index_text(item) for item in batch])
+            self._store.write_vectors({item.id: vec for item, vec in zip(batch, vectors, strict=True)})
             n += len(batch)
             if on_progress is not None:
                 on_progress(len(batch))

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 from memlane.models import Job, JobState
-from memlane.store.base import Store
+from memlane.store.base import JobQueue
 from memlane.store.outcome import JobOutcome
 
 log = logging.getLogger(__name__)
@@ -24,7 +24,7 @@ class JobWorker:
     by ``recover`` when a store is opened.
     """
 
-    def __init__(self, store: Store, handler: Handler, *, background: bool = True, poll: float = 1.0) -> None:
+    def __init__(self, store: JobQueue, handler: Handler, *, background: bool = True, poll: float = 1.0) -> None:
         self._store = store
         self._handler = handler
         self._background = background

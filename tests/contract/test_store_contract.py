@@ -225,3 +225,41 @@ def test_stats(memory: Memory) -> None:
     assert (stats.memories, stats.users, stats.by_kind) == (4, 2, {"message": 4})
     assert stats.embedder == memory.embedder.identity and stats.dim == memory.embedder.dim
     assert memory.stats(user_id="bob").memories == 1
+
+
+LOCKER = [
+    {"role": "user", "name": "Ana", "content": "My locker code is 7 quixotrel."},
+    {"role": "assistant", "content": "Got it, I'll keep that in mind."},
+    {"role": "user", "name": "Ana", "content": "Thanks"},
+]
+LOCKER_REPLY = "Got it, I'll keep that in mind."
+
+
+def _locker(memory: Memory) -> list[str]:
+    return [it.id for it in memory.add(LOCKER, user_id="ana", session_id="gym").items]
+
+
+def _bm25(memory: Memory, query: str) -> set[str]:
+    return {h.memory.text for h in memory.search(query, user_id="ana", preset_name="bm25")}
+
+
+def test_deleted_turn_is_not_found_through_the_next_turn(memory: Memory) -> None:
+    first = _locker(memory)[0]
+    assert LOCKER_REPLY in _bm25(memory, "quixotrel")  # the reply is found by the words it answers
+    memory.delete(first, user_id="ana")
+    assert _bm25(memory, "quixotrel") == set()
+
+
+def test_updated_turn_old_words_are_not_found_through_the_next_turn(memory: Memory) -> None:
+    first = _locker(memory)[0]
+    memory.update(first, user_id="ana", text="My locker is number 12.")
+    assert _bm25(memory, "quixotrel") == set()
+    assert _bm25(memory, "locker number") == {"My locker is number 12.", LOCKER_REPLY}
+
+
+def test_evicted_turn_is_not_found_through_the_next_turn_until_restored(memory: Memory) -> None:
+    first = _locker(memory)[0]
+    memory._store.evict("ana", [first], datetime.now(UTC))
+    assert _bm25(memory, "quixotrel") == set()
+    memory.restore(first, user_id="ana")
+    assert _bm25(memory, "quixotrel") == {LOCKER[0]["content"], LOCKER_REPLY}

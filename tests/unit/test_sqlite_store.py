@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import random
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-import memlane.store.sqlite.store as sqlite_store
+import memlane.store.sqlite.text as sqlite_text
 from memlane import Config, CorruptStoreError, EmbedderMismatchError, Memory, SchemaError, StoreError
 from memlane.embedding.fake import HashEmbedder
 
@@ -37,7 +38,15 @@ def test_migrations_are_recorded_and_reopen_is_idempotent(tmp_path: Path, config
         m.add("still here", user_id="u")
     with sqlite3.connect(path) as conn:
         names = [r[0] for r in conn.execute("SELECT name FROM migrations")]
-        assert names == ["0001_initial", "0002_enrichment", "0003_feedback", "0004_lifecycle", "0005_fts_context"]
+        assert names == [
+            "0001_initial",
+            "0002_enrichment",
+            "0003_feedback",
+            "0004_lifecycle",
+            "0005_fts_context",
+            "0006_fts_context_refresh",
+            "0007_vector_log",
+        ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -67,7 +76,7 @@ def test_other_embedder_names_reindex_and_reindex_fixes_it(tmp_path: Path, confi
 def test_failed_write_leaves_nothing_behind(tmp_path: Path, config: Config, monkeypatch: pytest.MonkeyPatch) -> None:
     with Memory(tmp_path / "a.db", embedder=HashEmbedder(), config=config) as m:
         m.add("before", user_id="u")
-        real = sqlite_store.scope_token
+        real = sqlite_text.scope_token
         calls = {"n": 0}
 
         def flaky(user_id: str) -> str:
@@ -76,10 +85,10 @@ def test_failed_write_leaves_nothing_behind(tmp_path: Path, config: Config, monk
                 raise sqlite3.OperationalError("disk I/O error (simulated)")
             return real(user_id)
 
-        monkeypatch.setattr(sqlite_store, "scope_token", flaky)
+        monkeypatch.setattr(sqlite_text, "scope_token", flaky)
         with pytest.raises(StoreError, match="simulated"):
             m.add(["one", "two", "three"], user_id="u")
-        monkeypatch.setattr(sqlite_store, "scope_token", real)
+        monkeypatch.setattr(sqlite_text, "scope_token", real)
         assert [it.text for it in m.list(user_id="u")] == ["before"]
         assert [h.memory.text for h in m.search("one two three before", user_id="u")] == ["before"]
 
@@ -142,3 +151,83 @@ def test_a_store_of_the_first_schema_is_upgraded_with_positions(tmp_path: Path, 
         assert [(it.text, it.position) for it in items] == [("first", 0), ("elsewhere", 0), ("second", 1), ("third", 2)]
         [added] = m.add("fourth", user_id="u", session_id="s").items
         assert added.position == 3
+
+
+def test_sqlite_store_implements_every_capability(tmp_path: Path) -> None:
+    from memlane.store import base
+    from memlane.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "caps.db")
+    try:
+        for capability in (
+            base.RecordReader,
+            base.RecordWriter,
+            base.TextIndex,
+            base.VectorStore,
+            base.CandidateIndex,
+            base.EntityIndex,
+            base.FeedbackLog,
+            base.HistoryLog,
+            base.JobQueue,
+            base.Archive,
+            base.StoreInfo,
+            base.Store,
+        ):
+            assert isinstance(store, capability), capability.__name__
+    finally:
+        store.close()
+
+
+def test_upgrade_drops_words_of_turns_deleted_before_the_fix(tmp_path: Path, config: Config) -> None:
+    path = tmp_path / "stale.db"
+    turns = ["My locker code is 7 quixotrel.", "Got it, I'll keep that in mind.", "Thanks"]
+    with Memory(path, embedder=HashEmbedder(), config=config) as m:
+        first = m.add(turns, user_id="u", session_id="s").items[0].id
+    with sqlite3.connect(path) as conn:  # a delete as it was before: the next turn's context kept the words
+        pk = conn.execute("SELECT pk FROM memories WHERE id = ?", (first,)).fetchone()[0]
+        conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (pk,))
+        conn.execute("DELETE FROM memories WHERE pk = ?", (pk,))
+        conn.execute("DELETE FROM migrations WHERE name = '0006_fts_context_refresh'")
+        stale = conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'quixotrel'").fetchone()[0]
+        assert stale == 1
+    with Memory(path, embedder=HashEmbedder(), config=config) as m:
+        assert m.search("quixotrel", user_id="u", preset_name="bm25") == []
+        assert [h.memory.text for h in m.search("thanks", user_id="u", preset_name="bm25")] == ["Thanks"]
+
+
+_FULL_BM25 = (
+    "SELECT m.id, -bm25(memories_fts, 1.0, 0.4, 0.0), m.pk, m.valid_until IS NULL FROM memories_fts "
+    "JOIN memories m ON m.pk = memories_fts.rowid WHERE memories_fts MATCH ?"
+)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_top_k_bm25_and_completion_equal_full_scoring(tmp_path: Path, config: Config, seed: int) -> None:
+    """Top-k ranked inside SQLite plus scores of chosen members equal scoring every match and sorting."""
+    from memlane.models import Filters
+    from memlane.store.sqlite.text import fts_match
+
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(30)]
+    with Memory(tmp_path / "bm25.db", embedder=HashEmbedder(), config=config) as m:
+        texts = list(dict.fromkeys(" ".join(rng.choices(vocab, k=rng.randint(1, 10))) for _ in range(400)))
+        m.add(texts, user_id="u", session_id="s")
+        m.add(texts[:60], user_id="other", session_id="s")  # another scope in the same index
+        store = m._store
+        conn = store._db.conn  # type: ignore[attr-defined]
+        conn.execute("UPDATE memories SET valid_until = 1 WHERE user_id = 'u' AND pk % 13 = 0")
+        ids = [r[0] for r in conn.execute("SELECT id FROM memories WHERE user_id = 'u'")]
+        for _ in range(15):
+            terms = rng.sample(vocab, rng.randint(1, 4))
+            every = conn.execute(_FULL_BM25, (fts_match("u", terms),)).fetchall()
+            for filters, rows in (
+                (Filters(), [r for r in every if r[3]]),
+                (Filters(include_superseded=True), every),
+            ):
+                ranked = sorted(rows, key=lambda r: (-r[1], r[2]))
+                for k in (1, 7, 40, 10_000):
+                    top = store.text_search("u", terms, k, filters)
+                    assert top == [(r[0], r[1]) for r in ranked[:k]]
+                chosen = rng.sample(ids, 60)
+                expected = {r[0]: r[1] for r in rows if r[0] in set(chosen)}
+                assert store.text_scores("u", terms, chosen, filters) == expected

@@ -30,6 +30,7 @@ from memlane.bench.locomo import (
     load_conversations,
     question_row,
 )
+from memlane.bench.locomo_data import Turn
 from memlane.bench.metrics import percentile
 from memlane.bench.netguard import attempts, block_network
 from memlane.bench.peer_systems import PACKAGES, SYSTEMS, available, build, build_setup, version
@@ -40,6 +41,16 @@ DEFAULT_SIZES: tuple[int, ...] = (10_000, 100_000)
 QUICK_SYSTEMS: tuple[str, ...] = ("memlane", "bm25s")
 ADD_BATCH = 500
 WARMUP_QUERIES = 5
+#: How a LoCoMo turn is given to every system: its bare text, or prefixed by speaker and session date as any user
+#: of those systems would store it ("Caroline, 8 May 2023: ...").
+TEXT_FORMS: tuple[str, ...] = ("bare", "dated")
+
+
+def turn_text(turn: Turn, form: str) -> str:
+    """The text of a turn as every system receives it under ``form``."""
+    if form == "dated":
+        return f"{turn.speaker}, {turn.timestamp.day} {turn.timestamp:%B %Y}: {turn.content}"
+    return turn.content
 
 
 class PeerInfo(BaseModel):
@@ -84,6 +95,7 @@ class PeersReport(BaseModel):
     embedding_rates: list[EmbeddingRate] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
     planned: list[str] = Field(default_factory=list, description="'system@size' speed points the run set out to do")
+    text_form: str = Field("bare", description="How LoCoMo turns were given to every system (see TEXT_FORMS)")
 
 
 @dataclass(frozen=True)
@@ -97,6 +109,7 @@ class PeerPlan:
     embedder: str | None = None
     quick: bool = False
     locomo: bool = True
+    text_form: str = "bare"
 
     @classmethod
     def build(
@@ -109,6 +122,7 @@ class PeerPlan:
         embedder: str | None = None,
         quick: bool = False,
         locomo: bool = True,
+        text_form: str = "bare",
     ) -> PeerPlan:
         """A plan from CLI options.
 
@@ -119,6 +133,8 @@ class PeerPlan:
         unknown = sorted(set(chosen) - set(SYSTEMS))
         if unknown:
             raise ConfigError(f"unknown system(s) {unknown}; choose from {', '.join(SYSTEMS)}")
+        if text_form not in TEXT_FORMS:
+            raise ConfigError(f"unknown text form {text_form!r}; choose from {', '.join(TEXT_FORMS)}")
         if quick:
             sizes = sizes or (1_000,)
             queries = min(queries, 50)
@@ -130,6 +146,7 @@ class PeerPlan:
             embedder=embedder,
             quick=quick,
             locomo=locomo,
+            text_form=text_form,
         )
 
 
@@ -143,7 +160,9 @@ def _info(system: str, setup: str) -> PeerInfo:
     )
 
 
-def locomo_quality(data: Path, system: str, quick: bool, embedder: str | None, *, tracker: Tracker) -> PeerQuality:
+def locomo_quality(
+    data: Path, system: str, quick: bool, embedder: str | None, text_form: str = "bare", *, tracker: Tracker
+) -> PeerQuality:
     """One system on LoCoMo (runs in a fresh process): each conversation in its own scope, every question."""
     block_network()
     convs = load_conversations(data, quick=quick)
@@ -155,7 +174,7 @@ def locomo_quality(data: Path, system: str, quick: bool, embedder: str | None, *
         for conv in convs:
             sessions: dict[int, list[tuple[str, str]]] = {}
             for turn in conv.turns:
-                sessions.setdefault(turn.session, []).append((turn.dia_id, turn.content))
+                sessions.setdefault(turn.session, []).append((turn.dia_id, turn_text(turn, text_form)))
             for _, turns in sorted(sessions.items()):
                 sut.add(conv.conv_id, [t[0] for t in turns], [t[1] for t in turns])
                 tracker.advance(len(turns))
@@ -277,7 +296,7 @@ def run_peers(
     convs = load_conversations(locomo, quick=plan.quick)
     report = PeersReport(
         machine=machine(), data=str(locomo), conversations=[c.conv_id for c in convs] if plan.locomo else [],
-        systems=[], quality=[], comparisons=[], speed=[],
+        systems=[], quality=[], comparisons=[], speed=[], text_form=plan.text_form,
     )  # fmt: skip
 
     def update() -> None:
@@ -299,7 +318,7 @@ def run_peers(
                 report.planned.append(f"{s}@{size}")
     if plan.locomo:
         for s in systems:
-            q = run_isolated(locomo_quality, locomo, s, plan.quick, plan.embedder, tracker=tracker)
+            q = run_isolated(locomo_quality, locomo, s, plan.quick, plan.embedder, plan.text_form, tracker=tracker)
             report.quality.append(q)
             report.systems.append(q.info)
             base = next((x.result for x in report.quality if x.info.system == "memlane"), None)
@@ -370,7 +389,10 @@ def speed_rows(report: PeersReport) -> list[str]:
 
 def render_peers(report: PeersReport) -> str:
     """A Markdown summary of a peers run."""
-    lines = [f"peers on {report.machine}; LoCoMo {', '.join(report.conversations)}", "", *quality_rows(report), ""]
+    head = (
+        f"peers on {report.machine}; LoCoMo {', '.join(report.conversations)}; turns given as {report.text_form!r} text"
+    )
+    lines = [head, "", *quality_rows(report), ""]
     lines += [*speed_rows(report), ""]
     lines += [f"- {r.runtime} ({r.used_by}): {r.texts_per_s:,.0f} texts/s" for r in report.embedding_rates]
     lines += [f"- skipped {s}" for s in report.skipped]

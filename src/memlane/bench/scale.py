@@ -49,6 +49,13 @@ class ScalePoint(BaseModel):
     search_p50_ms: float
     search_p95_ms: float
     search_p99_ms: float
+    chat_queries: int = Field(0, description="Searches timed in the chat workload (each right after one add)")
+    chat_p50_ms: float = 0.0
+    chat_p95_ms: float = 0.0
+    chat_p99_ms: float = 0.0
+    chat_add_p50_ms: float = Field(0.0, description="Latency of the one-message add before each chat search")
+    preset: str = ""
+    infer: bool = False
     peak_rss_mb: float
     baseline_rss_mb: float = Field(0.0, description="RSS before the system was opened (the corpus in memory)")
     disk_bytes: int
@@ -87,6 +94,7 @@ class ScalePlan:
     users: tuple[int, ...]
     max_sizes: dict[str, int]
     queries: int
+    preset: str | None = None
 
     @classmethod
     def build(
@@ -98,6 +106,7 @@ class ScalePlan:
         max_sizes: Sequence[str] | None = None,
         queries: int = 200,
         quick: bool = False,
+        preset: str | None = None,
     ) -> ScalePlan:
         """A plan from CLI options; ``quick`` shrinks the defaults to 1,000 memories, 1 and 100 users, 50 queries."""
         if quick:
@@ -110,6 +119,7 @@ class ScalePlan:
             users=tuple(users or DEFAULT_USERS),
             max_sizes=parse_max_sizes(max_sizes),
             queries=queries,
+            preset=preset,
         )
         if min(plan.sizes) < 1 or min(plan.users) < 1 or plan.queries < 1:
             raise ConfigError("sizes, users and queries must be positive")
@@ -140,9 +150,22 @@ def user_blocks(size: int, users: int) -> list[tuple[str, int, int]]:
 
 
 def memlane_point(
-    locomo: Path, memorybank: Path | None, embedder: str, size: int, users: int, n_queries: int, *, tracker: Tracker
+    locomo: Path,
+    memorybank: Path | None,
+    embedder: str,
+    size: int,
+    users: int,
+    n_queries: int,
+    preset: str | None = None,
+    *,
+    tracker: Tracker,
 ) -> ScalePoint:
-    """Measure one point (runs inside a fresh process; see ``run_isolated``)."""
+    """Measure one point (runs inside a fresh process; see ``run_isolated``).
+
+    Two workloads: search-only (every search over an unchanged store), then chat (each search right after a
+    one-message ``add`` to the same user, as in a conversation, so that any per-write index or cache work that a
+    search pays for shows up).
+    """
     seeds = load_seeds(locomo, memorybank)
     texts = list(corpus(seeds, size))
     qs = queries(seeds, n_queries)
@@ -150,6 +173,9 @@ def memlane_point(
     rng = random.Random(2)
     targets = [blocks[rng.randrange(len(blocks))][0] for _ in qs]
     config = Config.from_env()
+    # The preset's own name ("multi", not "default"); an unknown name fails before the corpus is ingested.
+    preset_name = config.preset_for(preset or config.preset).name
+    chat_texts = [f"{texts[rng.randrange(len(texts))]} (said again, turn {i})" for i in range(len(qs))]
     baseline = current_rss_mb()
     with tempfile.TemporaryDirectory(prefix="memlane-scale-") as tmp:
         db = Path(tmp) / "scale.db"
@@ -171,14 +197,28 @@ def memlane_point(
             ingest_s = time.perf_counter() - start
             tracker.phase(f"scale {embedder} {size:,} in {users:,} users: search", len(qs))
             for q, user in zip(qs[:WARMUP_QUERIES], targets, strict=False):
-                memory.search(q, user_id=user, top_k=10)
+                memory.search(q, user_id=user, top_k=10, preset_name=preset_name)
             for user in dict.fromkeys(targets):  # every queried user's vectors loaded once, untimed
-                memory.search("hello", user_id=user, top_k=1)
+                memory.search("hello", user_id=user, top_k=1, preset_name=preset_name)
             lat = []
             for q, user in zip(qs, targets, strict=True):
                 t0 = time.perf_counter()
-                memory.search(q, user_id=user, top_k=10)
+                memory.search(q, user_id=user, top_k=10, preset_name=preset_name)
                 lat.append((time.perf_counter() - t0) * 1000)
+                tracker.advance()
+            tracker.phase(f"scale {embedder} {size:,} in {users:,} users: chat (add, then search)", len(qs))
+            chat, adds = [], []
+            for i, (q, user) in enumerate(zip(qs, targets, strict=True)):
+                t0 = time.perf_counter()
+                memory.add(
+                    Message(role="user", content=chat_texts[i], timestamp=T0 + timedelta(minutes=size + i)),
+                    user_id=user,
+                    session_id="chat",
+                )
+                t1 = time.perf_counter()
+                memory.search(q, user_id=user, top_k=10, preset_name=preset_name)
+                chat.append((time.perf_counter() - t1) * 1000)
+                adds.append((t1 - t0) * 1000)
                 tracker.advance()
         disk = dir_size_bytes(Path(tmp))
     return ScalePoint(
@@ -192,6 +232,13 @@ def memlane_point(
         search_p50_ms=percentile(lat, 0.50),
         search_p95_ms=percentile(lat, 0.95),
         search_p99_ms=percentile(lat, 0.99),
+        chat_queries=len(chat),
+        chat_p50_ms=percentile(chat, 0.50),
+        chat_p95_ms=percentile(chat, 0.95),
+        chat_p99_ms=percentile(chat, 0.99),
+        chat_add_p50_ms=percentile(adds, 0.50),
+        preset=preset_name,
+        infer=config.infer,
         peak_rss_mb=peak_rss_mb(),
         baseline_rss_mb=baseline,
         disk_bytes=disk,
@@ -216,7 +263,9 @@ def run_scale(
     """Measure every point of ``plan``, each in its own process; ``on_point`` sees the report after each point."""
     report = ScaleReport(machine=machine(), corpus=CORPUS_NOTE, points=[])
     for e, s, u in plan.points():
-        report.points.append(run_isolated(memlane_point, locomo, memorybank, e, s, u, plan.queries, tracker=tracker))
+        report.points.append(
+            run_isolated(memlane_point, locomo, memorybank, e, s, u, plan.queries, plan.preset, tracker=tracker)
+        )
         if on_point is not None:
             on_point(report)
     return report
@@ -225,15 +274,16 @@ def run_scale(
 def points_table(points: Sequence[ScalePoint]) -> list[str]:
     """Markdown rows of scale points."""
     lines = [
-        "| system | embedder | memories | users | ingest items/s | search p50 ms | p95 ms | p99 ms | peak RSS MiB | "
-        "on disk MiB |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| system | embedder | preset | memories | users | ingest items/s | search p50 ms | p95 ms | p99 ms | "
+        "chat p50 ms | chat p95 ms | peak RSS MiB | on disk MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for p in points:
+        chat = f"{p.chat_p50_ms:.2f} | {p.chat_p95_ms:.2f}" if p.chat_queries else "– | –"
         lines.append(
-            f"| {p.system} | {p.embedder} | {p.size:,} | {p.users:,} | {p.ingest_items_per_s:,.0f} | "
-            f"{p.search_p50_ms:.2f} | {p.search_p95_ms:.2f} | {p.search_p99_ms:.2f} | {p.peak_rss_mb:,.0f} | "
-            f"{p.disk_bytes / 2**20:,.1f} |"
+            f"| {p.system} | {p.embedder} | {p.preset or '–'} | {p.size:,} | {p.users:,} | "
+            f"{p.ingest_items_per_s:,.0f} | {p.search_p50_ms:.2f} | {p.search_p95_ms:.2f} | {p.search_p99_ms:.2f} | "
+            f"{chat} | {p.peak_rss_mb:,.0f} | {p.disk_bytes / 2**20:,.1f} |"
         )
     return lines
 

@@ -158,16 +158,25 @@ def bench_scale(
         list[int] | None, typer.Option("--users", help="User scopes the corpus is spread over. Default: 1 and 1000.")
     ] = None,
     queries: Annotated[int, typer.Option("--queries", help="Timed searches per point.")] = 200,
+    preset: Annotated[
+        str | None, typer.Option("--preset", help="Retrieval preset searched with. Default: the configured default.")
+    ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results to this JSON file.")] = None,
     quick: QuickOpt = False,
 ) -> None:
-    """Ingest items/s, search p50/p95/p99, peak RSS and size on disk against corpus size and user spread."""
+    """Ingest items/s, search p50/p95/p99 (alone, and right after an add), peak RSS and disk against size and users."""
     from memlane.bench.locomo import write_json
     from memlane.bench.scale import ScalePlan, ScaleReport, render_scale, run_scale
 
     try:
         plan = ScalePlan.build(
-            sizes=sizes, embedders=embedders, users=users, max_sizes=max_size, queries=queries, quick=quick
+            sizes=sizes,
+            embedders=embedders,
+            users=users,
+            max_sizes=max_size,
+            queries=queries,
+            quick=quick,
+            preset=preset,
         )
         command = _command("scale")
 
@@ -184,6 +193,57 @@ def bench_scale(
     out.print(render_scale(report), highlight=False)
     if json_out is not None:
         write_json(report, json_out)
+        err.print(f"wrote {json_out}")
+
+
+@bench_app.command("ann")
+def bench_ann(
+    data: DataOpt,
+    memorybank: Annotated[
+        Path | None, typer.Option("--memorybank", help="MemoryBank folder (../shared/data/memorybank) for more text.")
+    ] = None,
+    sizes: Annotated[
+        list[int] | None, typer.Option("--size", help="Corpus sizes, repeatable. Default: 10k, 100k, 1M.")
+    ] = None,
+    embedder: Annotated[str, typer.Option("--embedder", help="Embedder of corpus and queries.")] = "static",
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="Candidates whose name starts with this, repeatable.")
+    ] = None,
+    ef: Annotated[list[int] | None, typer.Option("--ef", help="HNSW ef_search values, repeatable.")] = None,
+    m: Annotated[int, typer.Option("--m", help="HNSW connectivity (M).")] = 32,
+    ef_construction: Annotated[int, typer.Option("--ef-construction", help="HNSW ef_construction.")] = 200,
+    queries: Annotated[int, typer.Option("--queries", help="Timed searches per point.")] = 200,
+    cache: Annotated[
+        Path, typer.Option("--cache", help="Folder for the embedded corpus (.npy, ~1.5 GB at 1M, 384-d).")
+    ] = Path("bench-cache"),
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the rows to this JSON file.")] = None,
+) -> None:
+    """Vector-index candidates: recall@10 against exact search, latency, insert/remove cost, files, filters."""
+    import json
+
+    from memlane.bench.ann import markdown, run
+
+    try:
+        with tracking() as tracker:
+            rows = run(
+                data,
+                memorybank,
+                sizes or (10_000, 100_000, 1_000_000),
+                n_queries=queries,
+                embedder=embedder,
+                cache=cache,
+                only=only,
+                efs=tuple(ef or (64, 128, 256, 512)),
+                m=m,
+                ef_c=ef_construction,
+                tracker=tracker,
+            )
+    except MemlaneError as exc:
+        _fail(str(exc))
+    out.print(markdown(rows), highlight=False)
+    if json_out is not None:
+        payload = {"command": _command("ann"), "rows": [r.model_dump() for r in rows]}
+        json_out.write_text(json.dumps(payload, indent=1), encoding="utf-8")
         err.print(f"wrote {json_out}")
 
 
@@ -207,6 +267,13 @@ def bench_peers(
     queries: Annotated[int, typer.Option("--queries", help="Timed searches per speed point.")] = 200,
     embedder: EmbedderOpt = None,
     locomo: Annotated[bool, typer.Option("--locomo/--no-locomo", help="Measure LoCoMo quality too.")] = True,
+    text_form: Annotated[
+        str,
+        typer.Option(
+            "--text-form",
+            help="What every system gets for a LoCoMo turn: 'bare' text, or 'dated' ('Caroline, 8 May 2023: ...').",
+        ),
+    ] = "bare",
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results to this JSON (.gz) file.")] = None,
     quick: QuickOpt = False,
 ) -> None:
@@ -223,6 +290,7 @@ def bench_peers(
             embedder=embedder,
             quick=quick,
             locomo=locomo,
+            text_form=text_form,
         )
         command = _command("peers")
 

@@ -238,6 +238,17 @@ class PrototypeClassifier:
         """For each (unit) vector, every label with its score, best first."""
         return self._ranked(self.probabilities(vectors))
 
+    def _top(self, probabilities: npt.NDArray[np.float32]) -> list[tuple[str, float]]:
+        if probabilities.shape[0] == 0:
+            return []
+        best = probabilities.argmax(axis=1)
+        scores = probabilities[np.arange(probabilities.shape[0]), best]
+        return [(self._labels[j], float(v)) for j, v in zip(best.tolist(), scores.tolist(), strict=True)]
+
+    def best(self, vectors: Vectors) -> list[tuple[str, float]]:
+        """For each (unit) vector, its best label and that label's score (what ``classify(...)[i][0]`` gives)."""
+        return self._top(self.probabilities(vectors))
+
     def classify_texts(self, texts: Sequence[str]) -> list[Scored]:
         """Embed ``texts`` and classify them."""
         if not texts:
@@ -324,6 +335,13 @@ class IntentClassifier:
 
     def classify(self, vectors: Vectors, texts: Sequence[str]) -> list[Scored]:
         """Intents for memories whose vectors were already computed, with their texts for the rules."""
+        return self._prototypes._ranked(self._probabilities(vectors, texts))
+
+    def best(self, vectors: Vectors, texts: Sequence[str]) -> list[tuple[str, float]]:
+        """The best intent of each memory and its score (what ``classify(...)[i][0]`` gives)."""
+        return self._prototypes._top(self._probabilities(vectors, texts))
+
+    def _probabilities(self, vectors: Vectors, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         probabilities = self._prototypes.probabilities(vectors)
         if len(texts) != probabilities.shape[0]:
             raise ValueError(f"{len(texts)} texts for {probabilities.shape[0]} vectors")
@@ -336,7 +354,7 @@ class IntentClassifier:
             elif self._gated:
                 probabilities[row, self._gated] = 0.0
                 probabilities[row] /= max(float(probabilities[row].sum()), 1e-12)
-        return self._prototypes._ranked(probabilities)
+        return probabilities
 
     def classify_texts(self, texts: Sequence[str]) -> list[Scored]:
         """Embed ``texts`` and classify their intents."""

@@ -49,8 +49,11 @@ class ImportanceScorer(Protocol):
         kind: str,
         is_question: bool | None = None,
         mentions: Sequence[EntityMention] | None = None,
+        has_time: bool | None = None,
     ) -> float:
-        """A score in [0, 1]; ``mentions`` are the text's entity mentions when already extracted."""
+        """A score in [0, 1]; ``mentions`` (entity mentions) and ``has_time`` (whether the text has a time
+        expression) when the caller already computed them.
+        """
         ...
 
 
@@ -61,6 +64,7 @@ def importance(
     kind: str,
     is_question: bool | None = None,
     mentions: Sequence[EntityMention] | None = None,
+    has_time: bool | None = None,
 ) -> float:
     """How important a memory is, in [0, 1]: the base 0.3 adjusted by the heuristics below.
 
@@ -71,7 +75,7 @@ def importance(
     - an assistant or system turn -0.15;
     - a typed memory kind (fact, preference, plan, event) +0.2 over a raw message (``KIND_BONUS``).
 
-    Pass the turn's ``mentions`` when they were already extracted, to save extracting them again.
+    Pass the turn's ``mentions`` and ``has_time`` when they were already computed, to save computing them again.
     """
     stripped = text.strip()
     if not stripped:
@@ -87,7 +91,9 @@ def importance(
         mentions = extract_entities(stripped)
     named = sum(1 for m in mentions if m.kind in ("person", "place", "organisation", "product", "other"))
     score += min(named, 3) * 0.05
-    if candidate_spans(stripped) or any(m.kind == "quantity" for m in mentions):
+    if has_time is None:
+        has_time = bool(candidate_spans(stripped))
+    if has_time or any(m.kind == "quantity" for m in mentions):
         score += 0.05
     question = stripped.endswith("?") if is_question is None else is_question
     if question:

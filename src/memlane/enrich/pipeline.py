@@ -10,7 +10,7 @@ from memlane.embedding.base import Embedder, Vectors
 from memlane.enrich.classify import CATEGORIES, INTENTS, IntentClassifier, PrototypeClassifier
 from memlane.enrich.entities import EntityResolver, canonical
 from memlane.enrich.importance import importance
-from memlane.enrich.temporal import event_time
+from memlane.enrich.temporal import candidate_matches, event_time
 from memlane.models import MemoryItem
 
 log = logging.getLogger(__name__)
@@ -39,19 +39,22 @@ class Enricher:
         if not items:
             return
         with self._lock:  # classifiers build their prototypes lazily
-            categories = self._categories.classify(vectors)
-            intents = self._intents.classify(vectors, [it.text for it in items])
+            categories = self._categories.best(vectors)
+            intents = self._intents.best(vectors, [it.text for it in items])
         for item, category, intent in zip(items, categories, intents, strict=True):
             mentions = resolver.observe(item.text, item.speaker)
             names = resolver.resolve_all(mentions, item.speaker)
             speaker = canonical(item.speaker) if item.speaker else ""
             item.entities = list(dict.fromkeys([speaker, *names] if speaker else names))
-            span = event_time(item.text, item.timestamp)
+            times = candidate_matches(item.text)  # one regex pass, shared by event time and importance
+            span = event_time(item.text, item.timestamp, matches=times) if times else None
             if span is not None:
                 item.event_time, item.event_end = span.start, span.end
-            item.category = category[0][0]
-            item.intent = intent[0][0]
-            item.importance = importance(item.text, role=item.role, kind=item.kind.value, mentions=mentions)
+            item.category = category[0]
+            item.intent = intent[0]
+            item.importance = importance(
+                item.text, role=item.role, kind=item.kind.value, mentions=mentions, has_time=bool(times)
+            )
 
     def query_labels(self, vector: Vectors) -> tuple[tuple[str, float], tuple[str, float]]:
         """The best category of a query, and the intent of the memories it looks for, each with its score."""

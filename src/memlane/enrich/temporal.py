@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
@@ -242,20 +243,35 @@ def _kind(match: re.Match[str]) -> str:
     return "plain"
 
 
-def candidate_spans(text: str) -> list[tuple[int, int]]:
-    """Character offsets of the time expressions in ``text`` (regex only, no resolution)."""
+def candidate_matches(text: str) -> list[re.Match[str]]:
+    """The regex matches of the time expressions in ``text`` (no resolution): computed once per text, then shared
+    by event time and importance.
+    """
     if not _may_have_time(text):
         return []
-    return [match.span() for match in _CANDIDATES.finditer(text)]
+    return list(_CANDIDATES.finditer(text))
 
 
-def extract_times(text: str, reference: datetime, *, prefer: Prefer | None = None) -> list[TimeSpan]:
+def candidate_spans(text: str) -> list[tuple[int, int]]:
+    """Character offsets of the time expressions in ``text`` (regex only, no resolution)."""
+    return [match.span() for match in candidate_matches(text)]
+
+
+def extract_times(
+    text: str,
+    reference: datetime,
+    *,
+    prefer: Prefer | None = None,
+    matches: Sequence[re.Match[str]] | None = None,
+) -> list[TimeSpan]:
     """Every time expression of ``text`` resolved against ``reference`` (the turn's timestamp), in text order.
 
     Bare weekday and month names resolve to the past unless the text has a future cue ("will", "going to",
-    "next", ...), or ``prefer`` says otherwise. Expressions dateparser cannot read are skipped.
+    "next", ...), or ``prefer`` says otherwise. Expressions dateparser cannot read are skipped. ``matches`` are
+    the text's ``candidate_matches`` when the caller already has them.
     """
-    matches = list(_CANDIDATES.finditer(text)) if _may_have_time(text) else []
+    if matches is None:
+        matches = candidate_matches(text)
     if not matches:
         return []
     reference_day = as_utc(reference).date()
@@ -270,12 +286,12 @@ def extract_times(text: str, reference: datetime, *, prefer: Prefer | None = Non
     return spans
 
 
-def event_time(text: str, reference: datetime) -> TimeSpan | None:
+def event_time(text: str, reference: datetime, *, matches: Sequence[re.Match[str]] | None = None) -> TimeSpan | None:
     """The single best span for when the thing a turn describes happened: its most precise time expression.
 
-    Ties go to the earliest in the text. None when the text names no time.
+    Ties go to the earliest in the text. None when the text names no time. ``matches`` as in ``extract_times``.
     """
-    spans = extract_times(text, reference)
+    spans = extract_times(text, reference, matches=matches)
     if not spans:
         return None
     return min(spans, key=lambda span: _GRANULARITY_ORDER.get(span.granularity, 9))

@@ -7,11 +7,12 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from memlane.embedding.base import Vectors
+from memlane.enrich.entities import AliasRow
 from memlane.extraction.base import Candidate, ExtractionFailure, Extractor
 from memlane.extraction.offline import RuleExtractor
 from memlane.lifecycle.consolidate import ATTRIBUTE, SUBJECT, VALUE, Action, Consolidator, Related, supersede
@@ -31,7 +32,7 @@ from memlane.models import (
     as_utc,
     utcnow,
 )
-from memlane.store.base import AliasTuple, Store
+from memlane.store.base import Archive, JobQueue, RecordReader, RecordWriter, VectorIndex
 from memlane.store.outcome import JobOutcome
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,13 @@ EXTRACT_JOB = "extract"
 RELATED_LIMIT = 10
 
 Embed = Callable[[Sequence[str]], Vectors]
-Enrich = Callable[[Sequence[MemoryItem], Vectors], dict[str, list[AliasTuple]]]
+
+
+class DistillStore(RecordReader, RecordWriter, VectorIndex, Archive, JobQueue, Protocol):
+    """What distillation uses of a store: rows, similar typed memories, eviction, and finishing its job."""
+
+
+Enrich = Callable[[Sequence[MemoryItem], Vectors], dict[str, list[AliasRow]]]
 
 
 def typed_hash(user_id: str, agent_id: str | None, kind: MemoryKind, text: str) -> str:
@@ -88,7 +95,7 @@ class Distiller:
 
     def __init__(
         self,
-        store: Store,
+        store: DistillStore,
         *,
         embed: Embed,
         enrich: Enrich,
@@ -195,7 +202,7 @@ class Distiller:
     # -- dedup and consolidation -------------------------------------------------------------------
     def _plan(
         self, user_id: str, window: Sequence[MemoryItem], accepted: Sequence[Candidate]
-    ) -> tuple[_Plan, dict[str, list[AliasTuple]]]:
+    ) -> tuple[_Plan, dict[str, list[AliasRow]]]:
         plan = _Plan()
         if not accepted:
             return plan, {}

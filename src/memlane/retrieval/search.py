@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Protocol
 
 from memlane.config import RetrievalPreset
 from memlane.embedding.base import Embedder, Vectors
@@ -17,9 +18,12 @@ from memlane.models import Filters, Hit
 from memlane.retrieval.context import context_scores, session_scores
 from memlane.retrieval.fusion import Fused, FusionSpec, fuse, normalize
 from memlane.retrieval.query import QueryFeatures, analyse_query
-from memlane.store.base import Store
+from memlane.store.base import CandidateIndex, EntityIndex, RecordReader, TextIndex, VectorIndex
+from memlane.store.records import CandidateFacts
 
 CONTENT_DIMS = ("dense", "lexical")
+# The dimensions scored from the candidates' stored facts (besides context and session, which need positions).
+_FACT_DIMS = frozenset({"entity", "temporal", "category", "intent", "recency", "importance"})
 _NAME_TOKEN = re.compile(r"[^\W_][\w'’.-]*", re.UNICODE)
 
 
@@ -171,10 +175,14 @@ def temporal_score(
     return 0.5 if wants_time and start is not None else 0.0
 
 
+class SearchStore(RecordReader, TextIndex, VectorIndex, CandidateIndex, EntityIndex, Protocol):
+    """What the read path uses of a store."""
+
+
 class Retriever:
     """Runs a plan's dimensions against a store and fuses them."""
 
-    def __init__(self, store: Store, embedder: Embedder, enricher: Enricher, *, half_life_days: float) -> None:
+    def __init__(self, store: SearchStore, embedder: Embedder, enricher: Enricher, *, half_life_days: float) -> None:
         self._store = store
         self._embedder = embedder
         self._enricher = enricher
@@ -235,58 +243,64 @@ class Retriever:
             qvec = None
         if qvec is not None:
             signals["dense"] = dict(self._store.vector_search(user_id, qvec, n, filters))
-        lexical_all: dict[str, float] = {}
         if "lexical" in dims:
-            lexical_all = dict(self._store.text_search(user_id, plan.terms, None, filters))
-            signals["lexical"] = dict(sorted(lexical_all.items(), key=lambda kv: -kv[1])[:n])
+            signals["lexical"] = dict(self._store.text_search(user_id, plan.terms, n, filters))
         pool = list(dict.fromkeys(k for s in signals.values() for k in s))
         returnable = set(pool)
-        self._complete(signals, qvec, lexical_all, user_id, pool)
+        self._complete(signals, qvec, plan.terms, filters, user_id, pool)
+        facts: dict[str, CandidateFacts] = {}
         if dims & {"context", "session"} and pool:
             # The turns around the strongest candidates join the pool: a turn can be found by the turn that
             # answers it. Positions of the rest are fetched too, so that their own neighbours can be matched.
             base = self._base(signals, plan.fusion)
             strongest = sorted(base, key=lambda k: -base[k])[: preset.expand]
-            where = self._store.positions_around(user_id, pool, 0)
-            where.update(self._store.positions_around(user_id, strongest, 2 * preset.context_width))
-            extra = [k for k in where if k not in returnable]
+            around = self._store.neighbours(user_id, strongest, 2 * preset.context_width)
+            extra = [k for k in around if k not in returnable]
             returnable |= self._store.matching(user_id, extra, filters)
-            pool = list(dict.fromkeys([*pool, *where]))
-            self._complete(signals, qvec, lexical_all, user_id, extra)
+            pool = list(dict.fromkeys([*pool, *around]))
+            self._complete(signals, qvec, plan.terms, filters, user_id, extra)
+            facts = self._facts(user_id, pool, plan, dims)
+            where = {k: (f.session_id, f.position) for k, f in facts.items() if f.position is not None}
             base = self._base(signals, plan.fusion)
             if "context" in dims:
                 signals["context"] = context_scores(base, where, preset.context_width)
             if "session" in dims:
                 signals["session"] = session_scores(base, where)
+        elif dims & _FACT_DIMS and pool:
+            facts = self._facts(user_id, pool, plan, dims)
         if "entity" in dims and plan.entities:
-            matches = self._store.entity_matches(user_id, plan.entities, pool)
             signals["entity"] = {
-                k: max(1.0 if said else preset.mention_weight for said in m.values()) for k, m in matches.items()
+                k: max(1.0 if said else preset.mention_weight for said in f.entities.values())
+                for k, f in facts.items()
+                if f.entities
             }
         if "temporal" in dims:
             span, wants = plan.features.time_range, plan.features.wants_time
             signals["temporal"] = {
-                k: temporal_score(span, wants, v) for k, v in self._store.spans(user_id, pool).items()
+                k: temporal_score(span, wants, (f.timestamp, f.event_start, f.event_end)) for k, f in facts.items()
             }
-        if dims & {"category", "intent"}:
-            labels = self._store.labels(user_id, pool)
-            for dim, wanted in (("category", plan.features.category), ("intent", plan.features.intent)):
-                if dim in dims and wanted:
-                    pos = 0 if dim == "category" else 1
-                    signals[dim] = {k: float(v[pos] == wanted) for k, v in labels.items()}
-        if dims & {"recency", "importance"}:
-            attrs = self._store.attributes(user_id, pool)
-            if "recency" in dims:
-                signals["recency"] = {k: recency(ts, now, self._half_life) for k, (ts, _) in attrs.items()}
-            if "importance" in dims:
-                signals["importance"] = {k: imp for k, (_, imp) in attrs.items()}
+        for dim, wanted in (("category", plan.features.category), ("intent", plan.features.intent)):
+            if dim in dims and wanted:
+                signals[dim] = {
+                    k: float((f.category if dim == "category" else f.intent) == wanted) for k, f in facts.items()
+                }
+        if "recency" in dims:
+            signals["recency"] = {k: recency(f.timestamp, now, self._half_life) for k, f in facts.items()}
+        if "importance" in dims:
+            signals["importance"] = {k: f.importance for k, f in facts.items()}
         return signals, returnable
+
+    def _facts(self, user_id: str, pool: Sequence[str], plan: QueryPlan, dims: Set[str]) -> dict[str, CandidateFacts]:
+        """The facts of the whole pool in one call (with the asked entities when the entity dimension runs)."""
+        entities = plan.entities if "entity" in dims else []
+        return self._store.candidate_facts(user_id, pool, entities)
 
     def _complete(
         self,
         signals: dict[str, dict[str, float]],
         qvec: Vectors | None,
-        lexical_all: Mapping[str, float],
+        terms: Sequence[str],
+        filters: Filters,
         user_id: str,
         keys: Sequence[str],
     ) -> None:
@@ -295,7 +309,9 @@ class Retriever:
             missing = [k for k in keys if k not in signals["dense"]]
             signals["dense"].update(self._store.vector_scores(user_id, qvec, missing))
         if "lexical" in signals:
-            signals["lexical"].update({k: lexical_all.get(k, 0.0) for k in keys if k not in signals["lexical"]})
+            missing = [k for k in keys if k not in signals["lexical"]]
+            found = self._store.text_scores(user_id, terms, missing, filters) if missing else {}
+            signals["lexical"].update({k: found.get(k, 0.0) for k in missing})
 
     @staticmethod
     def _base(signals: Mapping[str, Mapping[str, float]], spec: FusionSpec) -> dict[str, float]:

@@ -1,15 +1,17 @@
-"""Store protocols (records, text index, vector index, history) and the URL-based opener."""
+"""Store capabilities as small protocols: each consumer is typed by the ones it uses; a backend implements them all.
+
+Nothing here names a backend or a query language: ids are memory ids, never a backend's row keys.
+"""
 
 from __future__ import annotations
 
 import builtins
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from memlane.embedding.base import Vectors
-from memlane.errors import ConfigError
+from memlane.enrich.entities import AliasRow
 from memlane.models import (
     ArchivedMemory,
     Filters,
@@ -21,14 +23,41 @@ from memlane.models import (
     MemoryKind,
 )
 from memlane.store.outcome import JobOutcome
-
-ScoredIds = list[tuple[str, float]]
-AliasTuple = tuple[str, str, str, str]  # (alias, canonical, kind, display): one row of a user's entity table
+from memlane.store.records import CandidateFacts, Feedback, Position, ScoredIds
 
 
 @runtime_checkable
-class RecordStore(Protocol):
-    """Memory rows, scoped by user. Every write is one transaction with its index entries and history."""
+class RecordReader(Protocol):
+    """Reading memory rows, scoped by user."""
+
+    def get(self, user_id: str, memory_id: str) -> MemoryItem:
+        """One memory of this user; ``NotFoundError`` when absent (or another user's)."""
+        ...
+
+    def get_many(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, MemoryItem]:
+        """The memories of this user among ``memory_ids`` (absent ones are left out)."""
+        ...
+
+    def list(self, user_id: str, filters: Filters, limit: int, offset: int) -> list[MemoryItem]:
+        """Memories of this user matching ``filters``, oldest first."""
+        ...
+
+    def find_hashes(self, user_id: str, hashes: Sequence[str]) -> dict[str, MemoryItem]:
+        """The memory of this user stored under each content hash (absent hashes are left out)."""
+        ...
+
+    def count_kinds(self, user_id: str, kinds: Sequence[MemoryKind]) -> int:
+        """How many memories of these kinds this user holds."""
+        ...
+
+    def iter_items(self, user_id: str | None = None) -> Iterator[MemoryItem]:
+        """Every memory (of one user, or of all), in insertion order."""
+        ...
+
+
+@runtime_checkable
+class RecordWriter(Protocol):
+    """Writing memory rows. Every write is one transaction with its index entries, history and jobs."""
 
     def insert(
         self,
@@ -36,7 +65,7 @@ class RecordStore(Protocol):
         index_texts: Sequence[str],
         vectors: Vectors,
         event: HistoryEvent = HistoryEvent.ADD,
-        aliases: Mapping[str, Sequence[AliasTuple]] | None = None,
+        aliases: Mapping[str, Sequence[AliasRow]] | None = None,
         *,
         jobs: Sequence[Job] = (),
         changes: Mapping[str, Mapping[str, Any]] | None = None,
@@ -54,7 +83,7 @@ class RecordStore(Protocol):
         vectors: Vectors,
         *,
         event: HistoryEvent = HistoryEvent.ADD,
-        aliases: Mapping[str, Sequence[AliasTuple]] | None = None,
+        aliases: Mapping[str, Sequence[AliasRow]] | None = None,
         jobs: Sequence[Job] = (),
         changes: Mapping[str, Mapping[str, Any]] | None = None,
         updates: Sequence[tuple[MemoryItem, HistoryEntry]] = (),
@@ -63,37 +92,13 @@ class RecordStore(Protocol):
         """``insert`` plus changed items (fields only, no re-index) and a job's outcome, in one transaction."""
         ...
 
-    def find_hashes(self, user_id: str, hashes: Sequence[str]) -> dict[str, MemoryItem]:
-        """The memory of this user stored under each content hash (absent hashes are left out)."""
-        ...
-
-    def count_kinds(self, user_id: str, kinds: Sequence[MemoryKind]) -> int:
-        """How many memories of these kinds this user holds."""
-        ...
-
-    def get(self, user_id: str, memory_id: str) -> MemoryItem:
-        """One memory of this user; ``NotFoundError`` when absent (or another user's)."""
-        ...
-
-    def get_many(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, MemoryItem]:
-        """The memories of this user among ``memory_ids`` (absent ones are left out)."""
-        ...
-
-    def list(self, user_id: str, filters: Filters, limit: int, offset: int) -> list[MemoryItem]:
-        """Memories of this user matching ``filters``, oldest first."""
-        ...
-
-    def count(self, user_id: str | None = None) -> int:
-        """How many memories, for one user or in all."""
-        ...
-
     def replace(
         self,
         item: MemoryItem,
         index_text: str | None,
         vector: Vectors | None,
         entry: HistoryEntry,
-        aliases: Sequence[AliasTuple] = (),
+        aliases: Sequence[AliasRow] = (),
     ) -> None:
         """Overwrite a memory (same id and user); a new ``index_text``/``vector`` re-indexes it."""
         ...
@@ -110,14 +115,6 @@ class RecordStore(Protocol):
         """Remove everything of one user (history, jobs, archive, aliases, feedback); returns the memories removed."""
         ...
 
-    def iter_items(self, user_id: str | None = None) -> Iterator[MemoryItem]:
-        """Every memory (of one user, or of all), in insertion order."""
-        ...
-
-    def attributes(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, tuple[datetime, float]]:
-        """(timestamp, importance) of the given memories, without loading them whole."""
-        ...
-
     def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None:
         """Increment access counts and set last access time."""
         ...
@@ -128,15 +125,24 @@ class TextIndex(Protocol):
     """Full-text (BM25) search over the memories' index bodies."""
 
     def text_search(self, user_id: str, terms: Sequence[str], limit: int | None, filters: Filters) -> ScoredIds:
-        """Memories matching any of ``terms`` with their BM25 score (higher is better): the best ``limit``,
-        or every match when ``limit`` is None.
+        """Memories matching any of ``terms`` with their BM25 score (higher is better), best first (ties: the
+        earlier stored first): the best ``limit``, or every match when ``limit`` is None. Only the best ``limit``
+        leave the index.
+        """
+        ...
+
+    def text_scores(
+        self, user_id: str, terms: Sequence[str], memory_ids: Sequence[str], filters: Filters
+    ) -> dict[str, float]:
+        """The BM25 score ``text_search`` gives each of the given memories that matches ``terms`` and passes
+        ``filters`` (the others are left out), without scoring or returning any other match.
         """
         ...
 
 
 @runtime_checkable
 class VectorIndex(Protocol):
-    """Dense vectors of memories, and the identity of the model that made them."""
+    """Dense vectors of memories: similarity search and the identity of the model that made them."""
 
     def vector_search(self, user_id: str, query: Vectors, limit: int, filters: Filters) -> ScoredIds:
         """Top ``limit`` memories by cosine similarity to ``query``."""
@@ -145,6 +151,11 @@ class VectorIndex(Protocol):
     def vector_scores(self, user_id: str, query: Vectors, memory_ids: Sequence[str]) -> dict[str, float]:
         """Cosine similarity of ``query`` to each given memory."""
         ...
+
+
+@runtime_checkable
+class VectorStore(VectorIndex, Protocol):
+    """The vectors as stored data: the embedding cache, the model identity and re-embedding."""
 
     def cached_vectors(self, embed_hashes: Sequence[str]) -> dict[str, Vectors]:
         """Vectors already stored for texts with these hashes (the embedding cache)."""
@@ -158,59 +169,54 @@ class VectorIndex(Protocol):
         """Record the model identity (only for a store without vectors, or by reindex)."""
         ...
 
-    def reindex_batches(self, batch_size: int) -> Iterator[list[tuple[int, MemoryItem]]]:
-        """Batches of (row key, memory) over every memory, for re-embedding."""
+    def reindex_batches(self, batch_size: int) -> Iterator[builtins.list[MemoryItem]]:
+        """Every memory (of every user), in batches, for re-embedding."""
         ...
 
-    def write_vectors(self, rows: Sequence[tuple[int, Vectors]]) -> None:
-        """Replace the vectors of the given row keys (used by reindex)."""
+    def write_vectors(self, vectors: Mapping[str, Vectors]) -> None:
+        """Replace the vectors of the given memories (by id; used by reindex)."""
         ...
 
 
 @runtime_checkable
-class DimensionIndex(Protocol):
-    """What the multi-dimensional read path asks of a store beyond text and vectors."""
+class CandidateIndex(Protocol):
+    """What the multi-dimensional read path asks about a pool of candidates beyond text and vectors."""
 
-    def positions_around(
-        self, user_id: str, memory_ids: Sequence[str], width: int
-    ) -> dict[str, tuple[str | None, int]]:
-        """(session, position) of the given memories and of every memory within ``width`` positions of one."""
+    def candidate_facts(
+        self, user_id: str, memory_ids: Sequence[str], entities: Sequence[str] = ()
+    ) -> dict[str, CandidateFacts]:
+        """The facts of each given memory of this user, with which of ``entities`` (canonical names) it involves."""
         ...
 
-    def entity_matches(
-        self, user_id: str, entities: Sequence[str], memory_ids: Sequence[str]
-    ) -> dict[str, dict[str, bool]]:
-        """For each given memory, which of ``entities`` it involves, and whether it was said by that entity."""
-        ...
-
-    def speakers(self, user_id: str, names: Sequence[str]) -> list[str]:
-        """Those of ``names`` (canonical forms) that said some memory of this user."""
-        ...
-
-    def known_entities(self, user_id: str, names: Sequence[str]) -> list[str]:
-        """Those of ``names`` (canonical forms) that some memory of this user involves."""
-        ...
-
-    def entity_aliases(self, user_id: str) -> list[AliasTuple]:
-        """The user's entity table: (alias, canonical, kind, display) rows."""
-        ...
-
-    def resolve_aliases(self, user_id: str, keys: Sequence[str]) -> dict[str, str]:
-        """The canonical entity each of ``keys`` is an alias of (keys that are no alias are left out)."""
-        ...
-
-    def labels(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
-        """(category, intent) of the given memories."""
+    def neighbours(self, user_id: str, memory_ids: Sequence[str], width: int) -> dict[str, Position]:
+        """The position of every memory within ``width`` positions of one of the given ones in its session
+        (the given ones included).
+        """
         ...
 
     def matching(self, user_id: str, memory_ids: Sequence[str], filters: Filters) -> set[str]:
         """Those of the given memories that pass ``filters``."""
         ...
 
-    def spans(
-        self, user_id: str, memory_ids: Sequence[str]
-    ) -> dict[str, tuple[datetime, datetime | None, datetime | None]]:
-        """(timestamp, event start, event end) of the given memories."""
+
+@runtime_checkable
+class EntityIndex(Protocol):
+    """A user's entity table (aliases) and which entities the user's memories involve."""
+
+    def entity_aliases(self, user_id: str) -> builtins.list[AliasRow]:
+        """The user's entity table."""
+        ...
+
+    def resolve_aliases(self, user_id: str, keys: Sequence[str]) -> dict[str, str]:
+        """The canonical entity each of ``keys`` is an alias of (keys that are no alias are left out)."""
+        ...
+
+    def speakers(self, user_id: str, names: Sequence[str]) -> builtins.list[str]:
+        """Those of ``names`` (canonical forms) that said some memory of this user."""
+        ...
+
+    def known_entities(self, user_id: str, names: Sequence[str]) -> builtins.list[str]:
+        """Those of ``names`` (canonical forms) that some memory of this user involves."""
         ...
 
 
@@ -222,8 +228,8 @@ class FeedbackLog(Protocol):
         """Record one judgement; ``NotFoundError`` if the user has no such memory."""
         ...
 
-    def feedback(self, user_id: str | None = None) -> list[tuple[str, str, str, bool]]:
-        """(user_id, query, memory_id, useful), the latest judgement of each (user, query, memory)."""
+    def feedback(self, user_id: str | None = None) -> builtins.list[Feedback]:
+        """The latest judgement of each (user, query, memory), oldest first."""
         ...
 
 
@@ -247,7 +253,7 @@ class JobQueue(Protocol):
         """One job of this user; ``NotFoundError`` when absent (or another user's)."""
         ...
 
-    def jobs(self, user_id: str | None, state: JobState | None = None, limit: int = 1000) -> list[Job]:
+    def jobs(self, user_id: str | None, state: JobState | None = None, limit: int = 1000) -> builtins.list[Job]:
         """Jobs of one user (or all), oldest first."""
         ...
 
@@ -268,7 +274,7 @@ class Archive(Protocol):
         """Move memories to the archive (destroy them when ``hard``); returns how many went."""
         ...
 
-    def archived(self, user_id: str, limit: int, offset: int) -> list[ArchivedMemory]:
+    def archived(self, user_id: str, limit: int, offset: int) -> builtins.list[ArchivedMemory]:
         """Archived memories of this user, most recently archived first."""
         ...
 
@@ -281,20 +287,24 @@ class Archive(Protocol):
 class HistoryLog(Protocol):
     """Every recorded change of a memory."""
 
-    def history(self, user_id: str, memory_id: str) -> list[HistoryEntry]:
+    def history(self, user_id: str, memory_id: str) -> builtins.list[HistoryEntry]:
         """The changes of one memory, oldest first."""
         ...
 
 
 @runtime_checkable
-class Store(RecordStore, TextIndex, VectorIndex, DimensionIndex, FeedbackLog, HistoryLog, JobQueue, Archive, Protocol):
-    """Everything the engine needs from a backend."""
+class StoreInfo(Protocol):
+    """Where a store lives, how big it is, and closing it."""
 
     @property
     def location(self) -> str: ...
 
     def size_bytes(self) -> int:
         """Bytes the store takes on disk (0 in memory)."""
+        ...
+
+    def count(self, user_id: str | None = None) -> int:
+        """How many memories, for one user or in all."""
         ...
 
     def user_count(self) -> int:
@@ -308,18 +318,19 @@ class Store(RecordStore, TextIndex, VectorIndex, DimensionIndex, FeedbackLog, Hi
     def close(self) -> None: ...
 
 
-def open_store(target: str | Path) -> Store:
-    """Open a store from ``":memory:"``, a file path or a ``sqlite:///path`` URL."""
-    from memlane.store.sqlite import SQLiteStore
-
-    text = str(target)
-    if text == ":memory:":
-        return SQLiteStore(":memory:")
-    if "://" in text:
-        scheme, _, rest = text.partition("://")
-        if scheme == "sqlite":
-            return SQLiteStore(rest or ":memory:")
-        raise ConfigError(
-            f"unsupported store URL scheme {scheme!r}; supported: sqlite:///path, a file path, ':memory:'"
-        )
-    return SQLiteStore(Path(text))
+@runtime_checkable
+class Store(
+    RecordReader,
+    RecordWriter,
+    TextIndex,
+    VectorStore,
+    CandidateIndex,
+    EntityIndex,
+    FeedbackLog,
+    HistoryLog,
+    JobQueue,
+    Archive,
+    StoreInfo,
+    Protocol,
+):
+    """Every capability: what a backend implements and what the ``Memory`` facade holds."""

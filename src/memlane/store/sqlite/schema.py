@@ -166,4 +166,43 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         ALTER TABLE memories_fts_v2 RENAME TO memories_fts
         """,
     ),
+    (
+        "0006_fts_context_refresh",
+        """
+        UPDATE memories_fts SET ctx = coalesce((
+            SELECT p.text FROM memories m JOIN memories p
+                ON p.user_id = m.user_id AND p.session_id IS m.session_id AND p.position = m.position - 1
+            WHERE m.pk = memories_fts.rowid AND m.kind = 'message' AND p.kind = 'message'
+        ), '')
+        WHERE ctx != coalesce((
+            SELECT p.text FROM memories m JOIN memories p
+                ON p.user_id = m.user_id AND p.session_id IS m.session_id AND p.position = m.position - 1
+            WHERE m.pk = memories_fts.rowid AND m.kind = 'message' AND p.kind = 'message'
+        ), '')
+        """,
+    ),
+    (
+        "0007_vector_log",
+        """
+        CREATE TABLE vector_log (
+            seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+            user_id TEXT NOT NULL,
+            pk      INTEGER NOT NULL
+        );
+        CREATE INDEX vector_log_user ON vector_log(user_id, seq);
+        CREATE TABLE vector_log_floor (
+            user_id TEXT PRIMARY KEY,
+            seq     INTEGER NOT NULL
+        );
+        CREATE TRIGGER vectors_log_insert AFTER INSERT ON vectors BEGIN
+            INSERT INTO vector_log (user_id, pk) VALUES (new.user_id, new.pk);
+        END;
+        CREATE TRIGGER vectors_log_update AFTER UPDATE OF vec ON vectors BEGIN
+            INSERT INTO vector_log (user_id, pk) VALUES (new.user_id, new.pk);
+        END;
+        CREATE TRIGGER vectors_log_delete AFTER DELETE ON vectors BEGIN
+            INSERT INTO vector_log (user_id, pk) VALUES (old.user_id, old.pk);
+        END
+        """,
+    ),
 )

@@ -1,0 +1,113 @@
+"""``ExactVectors``: keys and a contiguous float32 matrix, searched exactly by one matrix-vector product.
+
+Appends are amortised O(1) (a capacity-doubling buffer); a removal moves the last row into the freed slot, so
+every write is O(dim), never O(n). Not thread-safe on its own: ``VectorIndex`` holds the lock.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from memlane.store.ann.types import F32, I64
+
+
+def top_positions(scores: F32, k: int) -> I64:
+    """Positions of the ``k`` largest scores, best first (ties by position)."""
+    if k <= 0 or scores.size == 0:
+        return np.empty(0, dtype=np.int64)
+    if k >= scores.size:
+        return np.argsort(-scores, kind="stable").astype(np.int64)
+    part = np.argpartition(-scores, k - 1)[:k]
+    return part[np.argsort(-scores[part], kind="stable")].astype(np.int64)
+
+
+class ExactVectors:
+    """A key → row map over a growable float32 matrix."""
+
+    def __init__(self, dim: int, keys: I64 | None = None, vectors: F32 | None = None) -> None:
+        n = 0 if keys is None else len(keys)
+        self.dim = dim
+        self._buf = np.empty((max(n, 64), dim), dtype=np.float32)
+        self._keys = np.empty(max(n, 64), dtype=np.int64)
+        self._n = 0
+        self._pos: dict[int, int] = {}
+        if keys is not None and vectors is not None and n:
+            self.add(keys, vectors)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._pos
+
+    @property
+    def matrix(self) -> F32:
+        return self._buf[: self._n]
+
+    @property
+    def keys(self) -> I64:
+        return self._keys[: self._n]
+
+    def _grow(self, need: int) -> None:
+        if need <= self._buf.shape[0]:
+            return
+        cap = max(need, 2 * self._buf.shape[0])
+        buf = np.empty((cap, self.dim), dtype=np.float32)
+        buf[: self._n] = self._buf[: self._n]
+        keys = np.empty(cap, dtype=np.int64)
+        keys[: self._n] = self._keys[: self._n]
+        self._buf, self._keys = buf, keys
+
+    def add(self, keys: I64, vectors: F32) -> None:
+        """Insert or replace: a key already held gets its row overwritten."""
+        fresh_rows: list[int] = []
+        for i, key in enumerate(keys.tolist()):
+            at = self._pos.get(key)
+            if at is None:
+                fresh_rows.append(i)
+            else:
+                self._buf[at] = vectors[i]
+        if not fresh_rows:
+            return
+        fresh = np.asarray(fresh_rows, dtype=np.int64)
+        start = self._n
+        self._grow(start + len(fresh))
+        self._buf[start : start + len(fresh)] = vectors[fresh]
+        self._keys[start : start + len(fresh)] = keys[fresh]
+        for j, key in enumerate(keys[fresh].tolist()):
+            self._pos[key] = start + j
+        self._n = start + len(fresh)
+
+    def remove(self, keys: I64) -> int:
+        """Remove the keys held (others are ignored); how many were removed."""
+        removed = 0
+        for key in keys.tolist():
+            at = self._pos.pop(key, None)
+            if at is None:
+                continue
+            last = self._n - 1
+            if at != last:
+                moved = int(self._keys[last])
+                self._buf[at] = self._buf[last]
+                self._keys[at] = moved
+                self._pos[moved] = at
+            self._n = last
+            removed += 1
+        return removed
+
+    def positions(self, keys: I64) -> I64:
+        """Rows of the keys held, in the order given (keys not held are skipped)."""
+        pos = self._pos
+        return np.fromiter((pos[k] for k in keys.tolist() if k in pos), dtype=np.int64)
+
+    def search(self, query: F32, k: int) -> tuple[I64, F32]:
+        """The ``k`` best keys by inner product and their scores."""
+        scores = self.matrix @ query
+        order = top_positions(scores, k)
+        return self.keys[order], scores[order]
+
+    def search_rows(self, query: F32, rows: I64, k: int) -> tuple[I64, F32]:
+        """The ``k`` best among the given rows."""
+        scores = self._buf[rows] @ query
+        order = top_positions(scores, k)
+        return self._keys[rows[order]], scores[order]

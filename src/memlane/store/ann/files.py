@@ -1,0 +1,92 @@
+"""The on-disk layout of one index: a data file per saved generation and ``meta.json``, the commit record.
+
+A save writes the new data file under a fresh name, flushes it, then replaces ``meta.json`` atomically (temp file,
+fsync, rename, directory fsync). ``meta.json`` names the data file and its size, so a crash at any point leaves either
+the previous generation or the new one readable, never a torn mix; files no ``meta.json`` names are swept on save.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from pathlib import Path
+
+import numpy as np
+from pydantic import ValidationError as PydanticValidationError
+
+from memlane.errors import StoreError
+from memlane.store.ann.types import F32, I64, IndexMeta
+
+META = "meta.json"
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename inside ``folder`` durable (a no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory handles
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    """Flush a file's data to disk."""
+    with open(path, "rb+") as fh:
+        os.fsync(fh.fileno())
+
+
+def new_data_name(kind: str) -> str:
+    """A fresh data-file name for a generation (never reused, so a reader of the old one is never disturbed)."""
+    return f"{kind}-{uuid.uuid4().hex[:12]}.{'usearch' if kind == 'hnsw' else 'npz'}"
+
+
+def read_meta(folder: Path) -> IndexMeta | None:
+    """The committed metadata, or ``None`` when there is none or it is unreadable or names a missing/short file."""
+    try:
+        meta = IndexMeta.model_validate_json((folder / META).read_bytes())
+    except (OSError, PydanticValidationError, ValueError):
+        return None
+    data = folder / meta.data_file
+    try:
+        if data.stat().st_size != meta.data_bytes:
+            return None
+    except OSError:
+        return None
+    return meta
+
+
+def commit_meta(folder: Path, meta: IndexMeta) -> None:
+    """Atomically make ``meta`` the committed record, then remove data files of older generations."""
+    fsync_file(folder / meta.data_file)
+    tmp = folder / f".{META}.{uuid.uuid4().hex[:8]}.tmp"
+    tmp.write_text(meta.model_dump_json(indent=1), encoding="utf-8")
+    fsync_file(tmp)
+    os.replace(tmp, folder / META)
+    fsync_dir(folder)
+    for stale in folder.iterdir():
+        if stale.name not in (META, meta.data_file):
+            with contextlib.suppress(OSError):
+                stale.unlink()
+
+
+def save_exact(path: Path, keys: I64, vectors: F32) -> None:
+    """Keys and matrix as an uncompressed ``.npz``."""
+    with open(path, "wb") as fh:
+        np.savez(fh, keys=keys, vectors=vectors)
+
+
+def load_exact(path: Path, dim: int) -> tuple[I64, F32]:
+    """Keys and matrix saved by ``save_exact``; a wrong shape or a torn file is a ``StoreError``."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            keys = np.asarray(data["keys"], dtype=np.int64)
+            vectors = np.asarray(data["vectors"], dtype=np.float32)
+    except (OSError, ValueError, KeyError, EOFError) as e:
+        raise StoreError(f"cannot read the vector index {path}: {e}") from e
+    if vectors.ndim != 2 or vectors.shape != (len(keys), dim):
+        raise StoreError(f"the vector index {path} holds {vectors.shape}, not ({len(keys)}, {dim})")
+    return keys, vectors

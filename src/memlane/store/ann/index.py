@@ -1,0 +1,298 @@
+"""``VectorIndex``: one scope's vectors, searched exactly while small and through HNSW once large, kept incrementally.
+
+Every write is applied in place (an append, a row swap, a graph insert or removal): nothing is rebuilt because one
+vector changed. The one whole build is the switch from exact to HNSW when the scope first reaches
+``settings.exact_below`` vectors. ``applied_seq`` records the last change of the owner's feed that the index holds,
+and ``save`` writes it with the data (see ``files``), so that ``sync.open_index`` can tell how far behind a file is.
+
+Thread safety: one lock serialises every call. usearch searches share per-thread scratch contexts that Python
+threads do not map onto, and a single query takes well under a millisecond, so readers queue for little.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from memlane.errors import StoreError, ValidationError
+from memlane.store.ann.exact import ExactVectors, top_positions
+from memlane.store.ann.files import commit_meta, load_exact, new_data_name, read_meta, save_exact
+from memlane.store.ann.hnsw import HnswVectors
+from memlane.store.ann.types import F32, FORMAT, I64, Change, Hit, IndexMeta, IndexSettings
+
+KeysLike = Iterable[int] | npt.NDArray[np.integer]
+
+
+def as_keys(keys: KeysLike) -> I64:
+    """Keys as a 1-d int64 array; negative keys are refused (HNSW keys are unsigned)."""
+    arr = np.asarray(keys if isinstance(keys, np.ndarray) else list(keys), dtype=np.int64).reshape(-1)
+    if arr.size and int(arr.min()) < 0:
+        raise ValidationError("vector index keys must be non-negative integers")
+    return arr
+
+
+class VectorIndex:
+    """The vectors of one scope, keyed by the owner's non-negative integer keys (e.g. SQLite row ids)."""
+
+    def __init__(
+        self, dim: int, identity: str, settings: IndexSettings | None = None, *, folder: Path | None = None
+    ) -> None:
+        if dim < 1:
+            raise ValidationError(f"vector dimension must be positive, got {dim}")
+        self.dim = dim
+        self.identity = identity
+        self.settings = settings or IndexSettings()
+        self.folder = folder
+        self._lock = threading.Lock()
+        self._exact: ExactVectors | None = ExactVectors(dim)
+        self._hnsw: HnswVectors | None = None
+        self._applied = 0
+        self._saved = 0
+
+    # -- state ------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        with self._lock:
+            return self._size()
+
+    def _size(self) -> int:
+        return len(self._hnsw) if self._hnsw is not None else len(self._exact or ())
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            store = self._hnsw if self._hnsw is not None else self._exact
+            return store is not None and key in store
+
+    @property
+    def kind(self) -> str:
+        """``"exact"`` or ``"hnsw"``."""
+        return "hnsw" if self._hnsw is not None else "exact"
+
+    @property
+    def applied_seq(self) -> int:
+        """The last change of the owner's feed applied to this index (0 for none)."""
+        return self._applied
+
+    @applied_seq.setter
+    def applied_seq(self, seq: int) -> None:
+        with self._lock:
+            self._applied = seq
+
+    @property
+    def unsaved_changes(self) -> int:
+        """Sequence distance between what is applied and what the last save wrote (a hint for when to save)."""
+        return self._applied - self._saved
+
+    # -- writes -----------------------------------------------------------------------------------
+    def _vectors(self, keys: I64, vectors: npt.ArrayLike) -> F32:
+        arr = np.asarray(vectors, dtype=np.float32)
+        if arr.ndim == 1:
+            arr = arr.reshape(1, -1)
+        if arr.shape != (len(keys), self.dim):
+            raise ValidationError(f"expected {len(keys)} vectors of dimension {self.dim}, got shape {arr.shape}")
+        if len(np.unique(keys)) != len(keys):
+            raise ValidationError("duplicate keys in one add")
+        return np.ascontiguousarray(arr)
+
+    def _advance(self, seq: int | None) -> None:
+        if seq is not None and seq > self._applied:
+            self._applied = seq
+
+    def add(self, keys: KeysLike, vectors: npt.ArrayLike, *, seq: int | None = None) -> None:
+        """Insert or replace the keys' vectors; ``seq`` is the feed sequence this write commits (if any)."""
+        k = as_keys(keys)
+        v = self._vectors(k, vectors)
+        with self._lock:
+            if self._hnsw is not None:
+                self._hnsw.add(k, v)
+            else:
+                assert self._exact is not None
+                self._exact.add(k, v)
+                if len(self._exact) >= self.settings.exact_below:
+                    self._promote()
+            self._advance(seq)
+
+    def _promote(self) -> None:
+        assert self._exact is not None
+        self._hnsw = HnswVectors.build(self.dim, self.settings, self._exact.keys.copy(), self._exact.matrix)
+        self._exact = None
+
+    def remove(self, keys: KeysLike, *, seq: int | None = None) -> int:
+        """Remove the keys held (others are ignored); how many were removed."""
+        k = as_keys(keys)
+        with self._lock:
+            store = self._hnsw if self._hnsw is not None else self._exact
+            assert store is not None
+            n = store.remove(k)
+            self._advance(seq)
+            return n
+
+    def apply(self, changes: Iterable[Change]) -> int:
+        """Apply feed changes in order, skipping those at or below ``applied_seq``; how many were applied.
+
+        Consecutive adds are batched into one insert, so replaying a long log costs about what a batch build does.
+        """
+        applied = 0
+        run_keys: list[int] = []
+        run_vecs: list[F32] = []
+        in_run: set[int] = set()
+        run_seq = 0
+
+        def flush() -> None:
+            if run_keys:
+                self.add(run_keys, np.stack(run_vecs), seq=run_seq)
+                run_keys.clear()
+                run_vecs.clear()
+                in_run.clear()
+
+        for change in changes:
+            if change.seq <= max(self._applied, run_seq):
+                continue
+            applied += 1
+            if change.vector is None:
+                flush()
+                self.remove([change.key], seq=change.seq)
+                continue
+            if change.key in in_run:  # replaced again inside the run: the earlier vector must land first
+                flush()
+            run_keys.append(change.key)
+            run_vecs.append(change.vector)
+            in_run.add(change.key)
+            run_seq = change.seq
+        flush()
+        return applied
+
+    # -- reads ------------------------------------------------------------------------------------
+    def _query(self, query: npt.ArrayLike) -> F32:
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if q.shape[0] != self.dim:
+            raise ValidationError(f"query has dimension {q.shape[0]}, the index {self.dim}")
+        return q
+
+    def search(
+        self, query: npt.ArrayLike, k: int, *, allowed: KeysLike | None = None, excluded: KeysLike | None = None
+    ) -> list[Hit]:
+        """The ``k`` best keys by inner product, best first.
+
+        ``allowed`` restricts the result to those keys (answered exactly when they are few, else by an oversampled
+        HNSW search with an exact fallback, so a narrow filter never empties the result); ``excluded`` keys (few,
+        e.g. superseded memories) never appear.
+        """
+        q = self._query(query)
+        if k <= 0:
+            return []
+        ex = as_keys(excluded) if excluded is not None else np.empty(0, dtype=np.int64)
+        with self._lock:
+            if allowed is not None:
+                al = np.unique(as_keys(allowed))
+                if ex.size:
+                    al = al[~np.isin(al, ex)]
+                keys, scores = self._filtered(q, k, al)
+            else:
+                count = min(k + int(ex.size), self._size())
+                store = self._hnsw if self._hnsw is not None else self._exact
+                assert store is not None
+                keys, scores = store.search(q, count)
+                if ex.size:
+                    keep = ~np.isin(keys, ex)
+                    keys, scores = keys[keep], scores[keep]
+        return [Hit(int(key), float(s)) for key, s in zip(keys[:k].tolist(), scores[:k].tolist(), strict=True)]
+
+    def _filtered(self, q: F32, k: int, allowed: I64) -> tuple[I64, F32]:
+        if self._exact is not None:
+            rows = self._exact.positions(allowed)
+            return self._exact.search_rows(q, rows, k)
+        assert self._hnsw is not None
+        n = len(self._hnsw)
+        if not n or not allowed.size:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        share = min(1.0, allowed.size / n)
+        count = math.ceil(k * self.settings.filter_oversample / share)
+        if allowed.size > self.settings.filter_exact_max and count < allowed.size:
+            keys, scores = self._hnsw.search(q, min(count, n))
+            keep = np.isin(keys, allowed)
+            if int(keep.sum()) >= k:
+                return keys[keep][:k], scores[keep][:k]
+        present, vecs = self._hnsw.vectors_of(allowed)
+        scores = vecs @ q
+        order = top_positions(scores, k)
+        return present[order], scores[order]
+
+    def scores(self, query: npt.ArrayLike, keys: KeysLike) -> list[Hit]:
+        """Exact inner products of the query with the given keys' vectors (keys not held are skipped), key order."""
+        q = self._query(query)
+        k = as_keys(keys)
+        with self._lock:
+            if self._exact is not None:
+                rows = self._exact.positions(k)
+                return [
+                    Hit(int(key), float(s))
+                    for key, s in zip(
+                        self._exact.keys[rows].tolist(), (self._exact.matrix[rows] @ q).tolist(), strict=True
+                    )
+                ]
+            assert self._hnsw is not None
+            present, vecs = self._hnsw.vectors_of(k)
+        return [Hit(int(key), float(s)) for key, s in zip(present.tolist(), (vecs @ q).tolist(), strict=True)]
+
+    # -- files ------------------------------------------------------------------------------------
+    def save(self) -> IndexMeta | None:
+        """Write the index and its ``applied_seq`` to ``folder`` atomically (``None`` when it has no folder)."""
+        if self.folder is None:
+            return None
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            name = new_data_name(self.kind)
+            data = self.folder / name
+            try:
+                if self._hnsw is not None:
+                    self._hnsw.save(data)
+                else:
+                    assert self._exact is not None
+                    save_exact(data, self._exact.keys, self._exact.matrix)
+                meta = IndexMeta(
+                    identity=self.identity,
+                    dim=self.dim,
+                    applied_seq=self._applied,
+                    count=self._size(),
+                    kind="hnsw" if self._hnsw is not None else "exact",
+                    data_file=name,
+                    data_bytes=data.stat().st_size,
+                )
+                commit_meta(self.folder, meta)
+            except OSError as e:
+                data.unlink(missing_ok=True)
+                raise StoreError(f"cannot save the vector index in {self.folder}: {e}") from e
+            self._saved = self._applied
+            return meta
+
+    @classmethod
+    def load(
+        cls, folder: Path, dim: int, identity: str, settings: IndexSettings | None = None
+    ) -> tuple[VectorIndex | None, str]:
+        """The index saved in ``folder``, or ``None`` and why it cannot be used (missing, torn, another model...)."""
+        meta = read_meta(folder)
+        if meta is None:
+            return None, "no complete saved index"
+        if meta.format != FORMAT:
+            return None, f"saved in format {meta.format}, not {FORMAT}"
+        if meta.identity != identity or meta.dim != dim:
+            return None, f"saved for {meta.identity!r} ({meta.dim}-d), not {identity!r} ({dim}-d)"
+        out = cls(dim, identity, settings, folder=folder)
+        try:
+            if meta.kind == "hnsw":
+                out._hnsw = HnswVectors.load(folder / meta.data_file, dim, out.settings)
+                out._exact = None
+            else:
+                keys, vectors = load_exact(folder / meta.data_file, dim)
+                out._exact = ExactVectors(dim, keys, vectors)
+        except StoreError as e:
+            return None, str(e)
+        if out._size() != meta.count:
+            return None, f"the data file holds {out._size()} vectors, its record says {meta.count}"
+        out._applied = out._saved = meta.applied_seq
+        return out, "loaded"

@@ -1,0 +1,82 @@
+"""Opening a scope's index in step with its owner: load the saved file, then replay or rebuild from the feed.
+
+The protocol (``ChangeFeed`` in ``types``): the owner commits each vector write together with a change-log row
+carrying a growing sequence, then applies the same change to the open index (``VectorIndex.add/remove(seq=...)``).
+The saved file records the last sequence it holds. On open:
+
+1. no usable file (missing, torn, another format, model or dimension) → rebuild from ``feed.snapshot()``;
+2. file ahead of the feed's head (the database was restored or replaced) → rebuild;
+3. file behind (a crash after a commit and before a save, or simply no save since) → replay
+   ``feed.changes_since(applied_seq)``; if the log no longer reaches back that far → rebuild;
+4. otherwise the file is current and used as it is.
+
+Whatever was repaired is saved at once, so the next open is a plain load.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from memlane.store.ann.index import VectorIndex
+from memlane.store.ann.types import ChangeFeed, IndexSettings
+
+
+@dataclass(frozen=True, slots=True)
+class SyncReport:
+    """What opening an index did: ``loaded`` as saved, ``replayed`` missed changes, or ``rebuilt`` it whole."""
+
+    action: Literal["loaded", "replayed", "rebuilt"]
+    reason: str
+    replayed: int = 0
+
+
+def rebuild(
+    feed: ChangeFeed, dim: int, identity: str, settings: IndexSettings | None, folder: Path | None
+) -> VectorIndex:
+    """A new index holding the feed's snapshot, at the snapshot's sequence."""
+    seq, batches = feed.snapshot()
+    index = VectorIndex(dim, identity, settings, folder=folder)
+    for batch in batches:
+        if len(batch.keys):
+            index.add(batch.keys, batch.vectors)
+    index.applied_seq = seq
+    return index
+
+
+def open_index(
+    feed: ChangeFeed,
+    dim: int,
+    identity: str,
+    *,
+    folder: Path | None,
+    settings: IndexSettings | None = None,
+    save: bool = True,
+) -> tuple[VectorIndex, SyncReport]:
+    """The scope's index, current with ``feed``; ``folder=None`` keeps it in memory only (built from the feed)."""
+    if folder is None:
+        return rebuild(feed, dim, identity, settings, None), SyncReport("rebuilt", "kept in memory only")
+    loaded, why = VectorIndex.load(folder, dim, identity, settings)
+    head = feed.head()
+    if loaded is not None and loaded.applied_seq > head:
+        why = f"the saved index is at change {loaded.applied_seq}, the database at {head}"
+        loaded = None
+    if loaded is not None and loaded.applied_seq == head:
+        return loaded, SyncReport("loaded", "current")
+    if loaded is not None:
+        start = loaded.applied_seq
+        changes = feed.changes_since(start)
+        if changes is None:
+            why = f"the change log no longer reaches back to change {start}"
+        else:
+            n = loaded.apply(changes)
+            loaded.applied_seq = max(loaded.applied_seq, head)
+            if save:
+                loaded.save()
+            return loaded, SyncReport("replayed", f"the saved index was at change {start}, the database at {head}", n)
+    index = rebuild(feed, dim, identity, settings, folder)
+    report = SyncReport("rebuilt", why)
+    if save:
+        index.save()
+    return index, report

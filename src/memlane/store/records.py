@@ -1,0 +1,54 @@
+"""Typed records that cross the store seam (no backend concepts), and the key of the embedding cache."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from types import MappingProxyType
+from typing import NamedTuple
+
+ScoredIds = list[tuple[str, float]]
+_NO_ENTITIES: Mapping[str, bool] = MappingProxyType({})
+
+
+def embed_hash(index_text: str) -> str:
+    """Key of the embedding cache: SHA-256 of the exact text that was embedded."""
+    return hashlib.sha256(index_text.encode("utf-8")).hexdigest()
+
+
+class Position(NamedTuple):
+    """Where a turn sits: its session and its place in that session."""
+
+    session_id: str | None
+    position: int
+
+
+class CandidateFacts(NamedTuple):
+    """What the read path's dimensions need to know of one candidate memory, fetched for the whole pool at once.
+
+    ``entities`` holds those of the asked entities the memory involves, each mapped to whether the memory was
+    said by that entity (else it only mentions it). A named tuple: hundreds are built per search, and a frozen
+    dataclass takes twice as long to construct.
+    """
+
+    timestamp: datetime
+    importance: float
+    session_id: str | None = None
+    position: int | None = None
+    event_start: datetime | None = None
+    event_end: datetime | None = None
+    category: str | None = None
+    intent: str | None = None
+    entities: Mapping[str, bool] = _NO_ENTITIES
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """One judgement: was this memory useful for this query."""
+
+    user_id: str
+    query: str
+    memory_id: str
+    useful: bool

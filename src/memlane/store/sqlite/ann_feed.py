@@ -1,0 +1,175 @@
+"""Each user's vector index (``memlane.store.ann``) fed from SQLite's change log, opened and saved beside the file.
+
+Triggers on ``vectors`` append ``(seq, user_id, pk)`` to ``vector_log`` in the transaction of every insert, update and
+delete (cascades included), whoever writes: this process, another one, or one that died right after its commit. An
+index holds the last ``seq`` it applied; it catches up after each of this process's writes and before each search
+(one indexed range query, normally empty), replaying the logged keys with their current vectors. Indexes are saved
+under ``<db>.ann/<user hash>/`` when closed and after many changes; the log of a user is pruned up to what a save
+holds, and ``vector_log_floor`` records how far, so an index older than that is rebuilt whole. ``:memory:``
+databases keep their indexes in memory only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from memlane.embedding.base import Vectors
+from memlane.store.ann import Batch, Change, VectorIndex, open_index
+from memlane.store.sqlite.db import Database
+
+#: Rows per snapshot batch when an index is built from the ``vectors`` table.
+SNAPSHOT_BATCH = 50_000
+#: An index is saved once this many changes (and a quarter of its size) are not in its file yet.
+SAVE_AFTER = 2_000
+
+
+class SQLiteFeed:
+    """The ``ChangeFeed`` of one user over the ``vectors`` table and its log."""
+
+    def __init__(self, db: Database, user_id: str) -> None:
+        self._db = db
+        self._user = user_id
+
+    def _floor(self) -> int:
+        rows = self._db.read("SELECT seq FROM vector_log_floor WHERE user_id = ?", (self._user,))
+        return int(rows[0][0]) if rows else 0
+
+    def head(self) -> int:
+        rows = self._db.read("SELECT max(seq) FROM vector_log WHERE user_id = ?", (self._user,))
+        return max(int(rows[0][0] or 0), self._floor())
+
+    def changes_since(self, seq: int) -> Iterable[Change] | None:
+        if self._floor() > seq:
+            return None
+        rows = self._db.read(
+            "SELECT l.seq, l.pk, v.vec FROM vector_log l LEFT JOIN vectors v ON v.pk = l.pk AND v.user_id = l.user_id "
+            "WHERE l.user_id = ? AND l.seq > ? ORDER BY l.seq",
+            (self._user, seq),
+        )
+        return [Change(int(s), int(pk), None if v is None else np.frombuffer(v, dtype=np.float32)) for s, pk, v in rows]
+
+    def snapshot(self) -> tuple[int, Iterator[Batch]]:
+        head = self.head()  # first: rows read after it may be newer, and replaying those again is harmless
+        rows = self._db.read("SELECT pk, vec FROM vectors WHERE user_id = ? ORDER BY pk", (self._user,))
+
+        def batches() -> Iterator[Batch]:
+            for lo in range(0, len(rows), SNAPSHOT_BATCH):
+                part = rows[lo : lo + SNAPSHOT_BATCH]
+                keys = np.fromiter((r[0] for r in part), dtype=np.int64, count=len(part))
+                vecs = np.frombuffer(b"".join(r[1] for r in part), dtype=np.float32).reshape(len(part), -1)
+                yield Batch(keys, vecs)
+
+        return head, batches()
+
+    def prune(self, upto: int) -> None:
+        """Drop the user's log up to ``upto`` (held by a saved file) and record the floor."""
+        with self._db.atomic() as c:
+            c.execute("DELETE FROM vector_log WHERE user_id = ? AND seq <= ?", (self._user, upto))
+            c.execute(
+                "INSERT INTO vector_log_floor VALUES (?, ?) ON CONFLICT(user_id) DO UPDATE SET seq = excluded.seq "
+                "WHERE excluded.seq > vector_log_floor.seq",
+                (self._user, upto),
+            )
+
+
+class AnnIndexes:
+    """The open indexes of a database, one per user, kept current with its change log."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._lock = threading.RLock()
+        self._open: dict[str, VectorIndex] = {}
+        self._root = None if db.path == ":memory:" else Path(db.path + ".ann")
+
+    def _identity(self) -> tuple[str, int] | None:
+        meta = dict(self._db.read("SELECT key, value FROM meta WHERE key IN ('embedder', 'dim', 'vector_index_id')"))
+        if "embedder" not in meta:
+            return None
+        if "vector_index_id" not in meta:  # ties saved files to this database, not a copy made before them
+            with self._db.atomic() as c:
+                c.execute("INSERT OR IGNORE INTO meta VALUES ('vector_index_id', ?)", (uuid.uuid4().hex,))
+            return self._identity()
+        return f"{meta['embedder']}|{meta['vector_index_id']}", int(meta["dim"])
+
+    def _folder(self, user_id: str) -> Path | None:
+        if self._root is None:
+            return None
+        return self._root / hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:24]
+
+    def get(self, user_id: str) -> VectorIndex | None:
+        """The user's index, current with the log (opened, replayed or built on first use); ``None`` before vectors."""
+        with self._lock:
+            ident = self._identity()
+            if ident is None:
+                return None
+            identity, dim = ident
+            feed = SQLiteFeed(self._db, user_id)
+            held = self._open.get(user_id)
+            if held is not None and held.identity == identity and held.dim == dim:
+                changes = feed.changes_since(held.applied_seq)
+                if changes is not None:
+                    held.apply(changes)
+                    self._maybe_save(feed, held)
+                    return held
+            index, _ = open_index(feed, dim, identity, folder=self._folder(user_id))
+            self._open[user_id] = index
+            return index
+
+    def _maybe_save(self, feed: SQLiteFeed, index: VectorIndex) -> None:
+        if index.folder is not None and index.unsaved_changes >= max(SAVE_AFTER, len(index) // 4):
+            self._save(feed, index)
+
+    def _save(self, feed: SQLiteFeed, index: VectorIndex) -> None:
+        meta = index.save()
+        if meta is not None:
+            feed.prune(meta.applied_seq)
+
+    # The write paths call these after each commit (the names of the matrix cache they replace).
+    def advance(
+        self,
+        user_id: str,
+        old_version: int,
+        new_version: int,
+        *,
+        add: tuple[Sequence[int], Sequence[str], Vectors] | None = None,
+        remove: Sequence[int] = (),
+    ) -> None:
+        """Bring an open index up to the commit just made (the log holds the change; the arguments are not needed)."""
+        with self._lock:
+            if user_id in self._open:
+                self.get(user_id)
+
+    def drop(self, user_id: str | None = None) -> None:
+        """Forget open indexes (all, or one user's); they reopen from their files and the log."""
+        with self._lock:
+            if user_id is None:
+                self._open.clear()
+            else:
+                self._open.pop(user_id, None)
+
+    def close(self) -> None:
+        """Save every index with changes its file lacks."""
+        with self._lock:
+            for user_id, index in self._open.items():
+                if index.folder is not None and index.unsaved_changes > 0:
+                    self._save(SQLiteFeed(self._db, user_id), index)
+            self._open.clear()
+
+    def keys_of(self, user_id: str, memory_ids: Sequence[str]) -> dict[int, str]:
+        """Row keys of the user's memory ids."""
+        rows = self._db.read_in(
+            "SELECT pk, id FROM memories WHERE user_id = ? AND id IN ({marks})", memory_ids, before=(user_id,)
+        )
+        return {int(pk): str(mid) for pk, mid in rows}
+
+    def ids_of(self, pks: Sequence[int]) -> dict[int, str]:
+        """Memory ids of row keys."""
+        return {
+            int(pk): str(mid) for pk, mid in self._db.read_in("SELECT pk, id FROM memories WHERE pk IN ({marks})", pks)
+        }

@@ -1,0 +1,196 @@
+"""The SQLite connection: open, configure, migrate, transactions (``atomic``), chunked reads, error translation."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+from memlane.errors import CorruptStoreError, SchemaError, StoreError
+from memlane.store.sqlite.schema import APPLICATION_ID, MIGRATIONS
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Bound parameters per ``IN (...)`` list: well under SQLite's limit (32,766 since 3.32; 999 before).
+CHUNK: Final = 500
+
+
+def chunks(values: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
+    """The distinct ``values`` (first occurrence order) in lists of at most ``size``."""
+    distinct = list(dict.fromkeys(values))
+    for start in range(0, len(distinct), size):
+        yield distinct[start : start + size]
+
+
+def marks(n: int) -> str:
+    """``?, ?, ...``: ``n`` parameter placeholders."""
+    return ", ".join("?" * n)
+
+
+def translate(exc: sqlite3.Error, path: str) -> StoreError:
+    """The ``MemlaneError`` for a driver error: locked, damaged, rejected (a constraint), or other."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.IntegrityError):
+        return StoreError(f"{path}: write rejected by the database: {text}")
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
+        return StoreError(f"{path} is locked by another writer: {text}")
+    if "malformed" in text or "not a database" in text or "corrupt" in text:
+        return CorruptStoreError(f"{path} is damaged: {text}")
+    return StoreError(f"{path}: {text}")
+
+
+class Database:
+    """One connection guarded by a lock (thread-safe); WAL lets other processes read while this one writes."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = str(path)
+        self.lock = threading.RLock()
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open {self.path}: {exc}") from exc
+        try:
+            self._configure()
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self.conn.close()
+            raise CorruptStoreError(f"{self.path} is not a readable memlane database: {exc}") from exc
+        except Exception:
+            self.conn.close()
+            raise
+
+    def _configure(self) -> None:
+        c = self.conn
+        c.execute("PRAGMA foreign_keys = ON")
+        c.execute("PRAGMA busy_timeout = 10000")
+        if self.path != ":memory:":
+            c.execute("PRAGMA journal_mode = WAL")
+            c.execute("PRAGMA synchronous = NORMAL")
+
+    def _migrate(self) -> None:
+        c = self.conn
+        app_id = c.execute("PRAGMA application_id").fetchone()[0]
+        tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if app_id != APPLICATION_ID and tables:
+            raise CorruptStoreError(f"{self.path} is an SQLite database of another application, not memlane")
+        with self.lock:
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                c.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+                applied = {r[0] for r in c.execute("SELECT name FROM migrations")}
+                unknown = applied - {name for name, _ in MIGRATIONS}
+                if unknown:
+                    raise SchemaError(f"{self.path} has migrations this memlane does not know: {sorted(unknown)}")
+                for name, sql in MIGRATIONS:
+                    if name in applied:
+                        continue
+                    log.info("applying migration %s to %s", name, self.path)
+                    for statement in _split_sql(sql):
+                        c.execute(statement)
+                    c.execute("INSERT INTO migrations VALUES (?, datetime('now'))", (name,))
+                c.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+            c.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[sqlite3.Connection]:
+        """A transaction (a savepoint when nested): all of it commits, or none of it.
+
+        Driver errors leave as ``StoreError``s (translated once, here); memlane's own errors pass unchanged.
+        """
+        with self.lock:
+            c = self.conn
+            nested = c.in_transaction
+            name = f"sp{threading.get_ident()}"
+            try:
+                c.execute(f"SAVEPOINT {name}" if nested else "BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise translate(exc, self.path) from exc
+            try:
+                yield c
+            except BaseException as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    c.execute(f"ROLLBACK TO {name}" if nested else "ROLLBACK")
+                    if nested:
+                        c.execute(f"RELEASE {name}")
+                if isinstance(exc, sqlite3.Error):
+                    raise translate(exc, self.path) from exc
+                raise
+            else:
+                try:
+                    c.execute(f"RELEASE {name}" if nested else "COMMIT")
+                except sqlite3.Error as exc:
+                    with contextlib.suppress(sqlite3.Error):
+                        c.execute("ROLLBACK")
+                    raise translate(exc, self.path) from exc
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """All rows of one query."""
+        with self.lock:
+            try:
+                return self.conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise translate(exc, self.path) from exc
+
+    def read_in(
+        self, sql: str, values: Iterable[Any], before: Sequence[Any] = (), after: Sequence[Any] = ()
+    ) -> list[Any]:
+        """Rows of ``sql`` whose ``{marks}`` is an ``IN (...)`` list over ``values``, run in chunks.
+
+        ``before`` and ``after`` are the parameters around the list. Duplicate values are asked once.
+        """
+        out: list[Any] = []
+        for chunk in chunks(values):
+            out.extend(self.read(sql.replace("{marks}", marks(len(chunk))), (*before, *chunk, *after)))
+        return out
+
+    # -- scope versions: every write of a user bumps it, so caches of that user's data see the change -------
+    def version(self, user_id: str) -> int:
+        rows = self.read("SELECT version FROM scope_versions WHERE user_id = ?", (user_id,))
+        return int(rows[0][0]) if rows else 0
+
+    @staticmethod
+    def bump(c: sqlite3.Connection, user_id: str) -> tuple[int, int]:
+        """Advance a user's version inside the caller's transaction; returns (old, new)."""
+        row = c.execute("SELECT version FROM scope_versions WHERE user_id = ?", (user_id,)).fetchone()
+        old = int(row[0]) if row else 0
+        c.execute(
+            "INSERT INTO scope_versions VALUES (?, ?) ON CONFLICT(user_id) DO UPDATE SET version = excluded.version",
+            (user_id, old + 1),
+        )
+        return old, old + 1
+
+    def size_bytes(self) -> int:
+        if self.path == ":memory:":
+            return 0
+        base = Path(self.path)
+        return sum(p.stat().st_size for p in (base, Path(f"{base}-wal"), Path(f"{base}-shm")) if p.exists())
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration script into statements (a trigger body's semicolons stay inside its statement)."""
+    out: list[str] = []
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                out.append(pending.strip().rstrip(";").strip())
+            pending = ""
+    if pending.strip(" \n;"):
+        out.append(pending.strip().rstrip(";").strip())
+    return out

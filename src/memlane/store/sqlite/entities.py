@@ -1,0 +1,72 @@
+"""The entity tables: which entities each memory involves (and who said it), and each user's aliases."""
+
+from __future__ import annotations
+
+import builtins
+import sqlite3
+from collections.abc import Sequence
+
+from memlane.enrich.entities import AliasRow, canonical
+from memlane.models import MemoryItem
+from memlane.store.sqlite.db import CHUNK, Database, marks
+
+
+def write_entities(c: sqlite3.Connection, pk: int, item: MemoryItem) -> None:
+    """Replace the entity rows of one memory."""
+    c.execute("DELETE FROM memory_entities WHERE pk = ?", (pk,))
+    speaker = canonical(item.speaker) if item.speaker else None
+    c.executemany(
+        "INSERT OR IGNORE INTO memory_entities (pk, user_id, entity, said_by) VALUES (?, ?, ?, ?)",
+        [(pk, item.user_id, e, int(e == speaker)) for e in dict.fromkeys(item.entities)],
+    )
+
+
+def write_aliases(c: sqlite3.Connection, user_id: str, rows: Sequence[AliasRow]) -> None:
+    """Insert or overwrite rows of a user's entity table."""
+    c.executemany(
+        "INSERT INTO entities (user_id, alias, canonical, kind, display) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT(user_id, alias) DO UPDATE SET canonical = excluded.canonical, kind = excluded.kind, "
+        "display = excluded.display",
+        [(user_id, r.alias, r.target, r.kind, r.display) for r in rows],
+    )
+
+
+class SQLiteEntityIndex:
+    """Entity lookups for query planning."""
+
+    _db: Database
+
+    def entity_aliases(self, user_id: str) -> builtins.list[AliasRow]:
+        rows = self._db.read("SELECT alias, canonical, kind, display FROM entities WHERE user_id = ?", (user_id,))
+        return [AliasRow(str(a), str(t), str(k), str(d)) for a, t, k, d in rows]
+
+    def resolve_aliases(self, user_id: str, keys: Sequence[str]) -> dict[str, str]:
+        wanted = list(dict.fromkeys(keys))[:CHUNK]
+        if not wanted:
+            return {}
+        rows = self._db.read(
+            f"SELECT alias, canonical FROM entities WHERE user_id = ? AND alias IN ({marks(len(wanted))})",
+            (user_id, *wanted),
+        )
+        return {str(a): str(t) for a, t in rows}
+
+    def speakers(self, user_id: str, names: Sequence[str]) -> builtins.list[str]:
+        wanted = list(dict.fromkeys(names))[:CHUNK]
+        if not wanted:
+            return []
+        rows = self._db.read(
+            "SELECT DISTINCT entity FROM memory_entities WHERE user_id = ? AND said_by = 1 "
+            f"AND entity IN ({marks(len(wanted))})",
+            (user_id, *wanted),
+        )
+        return [str(r[0]) for r in rows]
+
+    def known_entities(self, user_id: str, names: Sequence[str]) -> builtins.list[str]:
+        wanted = list(dict.fromkeys(names))[:CHUNK]
+        if not wanted:
+            return []
+        rows = self._db.read(
+            f"SELECT DISTINCT entity FROM memory_entities WHERE user_id = ? AND entity IN ({marks(len(wanted))})",
+            (user_id, *wanted),
+        )
+        return [str(r[0]) for r in rows]

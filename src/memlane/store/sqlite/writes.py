@@ -1,0 +1,229 @@
+"""Writing memory rows with their index entries, entity rows, history and jobs, each call in one transaction."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Final
+
+import numpy as np
+
+from memlane.embedding.base import Vectors
+from memlane.enrich.entities import AliasRow
+from memlane.errors import NotFoundError, StoreError
+from memlane.models import HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKind, utcnow
+from memlane.store.outcome import JobOutcome
+from memlane.store.records import embed_hash
+from memlane.store.sqlite import jobs as jobs_sql
+from memlane.store.sqlite.ann_feed import AnnIndexes
+from memlane.store.sqlite.db import Database, marks
+from memlane.store.sqlite.entities import write_aliases, write_entities
+from memlane.store.sqlite.history import erase_text, log_event
+from memlane.store.sqlite.rows import COLUMNS, MUTABLE, item_params, to_micros
+from memlane.store.sqlite.text import drop_entry, index_entry, refresh_next_context, turn_of
+
+_INSERT: Final = f"INSERT INTO memories ({COLUMNS}, embed_hash) VALUES ({', '.join('?' * (len(MUTABLE) + 3))})"
+_SETS: Final = ", ".join(f"{col} = ?" for col in MUTABLE)
+
+
+def insert_row(c: sqlite3.Connection, item: MemoryItem, body: str, vec: Vectors) -> int:
+    """Insert a memory with its entity rows, vector and text entry; returns its row key."""
+    cur = c.execute(_INSERT, item_params(item, embed_hash(body)))
+    pk = int(cur.lastrowid or 0)
+    write_entities(c, pk, item)
+    c.execute("INSERT INTO vectors (pk, user_id, vec) VALUES (?, ?, ?)", (pk, item.user_id, vec.tobytes()))
+    index_entry(c, pk, item, body)
+    return pk
+
+
+def row_key(c: sqlite3.Connection, user_id: str, memory_id: str) -> int:
+    """The row key of one memory of this user; ``NotFoundError`` when absent."""
+    row = c.execute("SELECT pk FROM memories WHERE +user_id = ? AND id = ?", (user_id, memory_id)).fetchone()
+    if row is None:
+        raise NotFoundError(f"no memory {memory_id!r} for user {user_id!r}")
+    return int(row[0])
+
+
+def update_fields(c: sqlite3.Connection, pk: int, item: MemoryItem) -> None:
+    """Overwrite a row's fields and entity rows (not its own index entry; the next turn's context follows)."""
+    before = turn_of(c, pk)
+    c.execute(f"UPDATE memories SET {_SETS} WHERE pk = ?", (*item_params(item, "")[2:-1], pk))
+    write_entities(c, pk, item)
+    refresh_next_context(c, before)
+    after = turn_of(c, pk)
+    if after != before:
+        refresh_next_context(c, after)
+
+
+def remove_row(
+    c: sqlite3.Connection, user_id: str, pk: int, memory_id: str, at: datetime, changes: dict[str, Any]
+) -> None:
+    """Delete a memory from every index (the next turn's context included), forget its words in history, log DELETE."""
+    turn = turn_of(c, pk)
+    drop_entry(c, pk)
+    c.execute("DELETE FROM memories WHERE pk = ?", (pk,))  # vectors and entity rows cascade
+    refresh_next_context(c, turn)
+    c.execute("DELETE FROM feedback WHERE user_id = ? AND memory_id = ?", (user_id, memory_id))
+    erase_text(c, user_id, memory_id)
+    log_event(c, user_id, memory_id, HistoryEvent.DELETE, at, changes=changes)
+
+
+def _next_position(
+    c: sqlite3.Connection, cache: dict[tuple[str, str | None], int], user_id: str, session_id: str | None
+) -> int:
+    key = (user_id, session_id)
+    if key not in cache:
+        row = c.execute(
+            "SELECT max(position) FROM memories WHERE user_id = ? AND session_id IS ?", (user_id, session_id)
+        ).fetchone()
+        cache[key] = -1 if row[0] is None else int(row[0])
+    cache[key] += 1
+    return cache[key]
+
+
+class SQLiteWrites:
+    """Inserts, updates, deletes and access counts; the vector cache follows each committed write."""
+
+    _db: Database
+    _cache: AnnIndexes
+
+    def insert(
+        self,
+        items: Sequence[MemoryItem],
+        index_texts: Sequence[str],
+        vectors: Vectors,
+        event: HistoryEvent = HistoryEvent.ADD,
+        aliases: Mapping[str, Sequence[AliasRow]] | None = None,
+        *,
+        jobs: Sequence[Job] = (),
+        changes: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        self.write(items, index_texts, vectors, event=event, aliases=aliases, jobs=jobs, changes=changes)
+
+    def write(
+        self,
+        items: Sequence[MemoryItem],
+        index_texts: Sequence[str],
+        vectors: Vectors,
+        *,
+        event: HistoryEvent = HistoryEvent.ADD,
+        aliases: Mapping[str, Sequence[AliasRow]] | None = None,
+        jobs: Sequence[Job] = (),
+        changes: Mapping[str, Mapping[str, Any]] | None = None,
+        updates: Sequence[tuple[MemoryItem, HistoryEntry]] = (),
+        finish: JobOutcome | None = None,
+    ) -> None:
+        """New items (with their index entries), changed items (no re-index), jobs enqueued and a job finished:
+        all in one transaction.
+        """
+        if not (len(items) == len(index_texts) == len(vectors)):
+            raise StoreError("insert needs one index text and one vector per item")
+        if not items and not updates and not jobs and finish is None:
+            return
+        by_user: dict[str, list[int]] = {}
+        for i, item in enumerate(items):
+            by_user.setdefault(item.user_id, []).append(i)
+        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+        pks: list[int] = []
+        versions: dict[str, tuple[int, int]] = {}
+        with self._db.atomic() as c:
+            next_position: dict[tuple[str, str | None], int] = {}
+            for item, body, vec in zip(items, index_texts, vecs, strict=True):
+                if item.position is None and item.kind == MemoryKind.MESSAGE:
+                    item.position = _next_position(c, next_position, item.user_id, item.session_id)
+                pks.append(insert_row(c, item, body, vec))
+                extra = dict((changes or {}).get(item.id, {}))
+                log_event(c, item.user_id, item.id, event, item.created_at, None, item.text, extra)
+            for item, entry in updates:
+                update_fields(c, row_key(c, item.user_id, item.id), item)
+                log_event(
+                    c, item.user_id, item.id, entry.event, entry.at, entry.old_text, entry.new_text, entry.changes
+                )
+            for user_id, rows in (aliases or {}).items():
+                write_aliases(c, user_id, rows)
+            for job in jobs:
+                jobs_sql.enqueue(c, job)
+            if finish is not None:
+                jobs_sql.finish(c, finish, to_micros(utcnow()))
+            for user_id in by_user:
+                versions[user_id] = self._db.bump(c, user_id)
+        for user_id, idx in by_user.items():
+            old, new = versions[user_id]
+            self._cache.advance(user_id, old, new, add=([pks[i] for i in idx], [items[i].id for i in idx], vecs[idx]))
+
+    def replace(
+        self,
+        item: MemoryItem,
+        index_text: str | None,
+        vector: Vectors | None,
+        entry: HistoryEntry,
+        aliases: Sequence[AliasRow] = (),
+    ) -> None:
+        versions = None
+        with self._db.atomic() as c:
+            pk = row_key(c, item.user_id, item.id)
+            update_fields(c, pk, item)
+            write_aliases(c, item.user_id, aliases)
+            if index_text is not None and vector is not None:
+                vec = np.ascontiguousarray(vector, dtype=np.float32).reshape(-1)
+                c.execute("UPDATE memories SET embed_hash = ? WHERE pk = ?", (embed_hash(index_text), pk))
+                c.execute("UPDATE vectors SET vec = ? WHERE pk = ?", (vec.tobytes(), pk))
+                kept = c.execute("SELECT ctx FROM memories_fts WHERE rowid = ?", (pk,)).fetchone()
+                drop_entry(c, pk)
+                index_entry(c, pk, item, index_text, kept[0] if kept else "")
+                versions = self._db.bump(c, item.user_id)
+            log_event(c, item.user_id, item.id, entry.event, entry.at, entry.old_text, entry.new_text, entry.changes)
+        if versions is not None and vector is not None:
+            self._cache.advance(
+                item.user_id,
+                *versions,
+                remove=[pk],
+                add=([pk], [item.id], np.asarray(vector, np.float32).reshape(1, -1)),
+            )
+
+    def delete(self, user_id: str, memory_id: str, at: datetime) -> builtins.list[str]:
+        with self._db.atomic() as c:
+            pk = row_key(c, user_id, memory_id)
+            removed = [(pk, memory_id)]
+            remove_row(c, user_id, pk, memory_id, at, {})
+            for dpk, mid, sources in c.execute(
+                "SELECT pk, id, sources FROM memories m WHERE m.user_id = ? AND m.kind != 'message' AND EXISTS "
+                "(SELECT 1 FROM json_each(m.sources) s WHERE json_extract(s.value, '$.memory_id') = ?)",
+                (user_id, memory_id),
+            ).fetchall():
+                kept = [ref for ref in json.loads(sources) if ref.get("memory_id") != memory_id]
+                if kept:
+                    c.execute("UPDATE memories SET sources = ? WHERE pk = ?", (json.dumps(kept), int(dpk)))
+                    log_event(c, user_id, mid, HistoryEvent.UPDATE, at, changes={"source_deleted": memory_id})
+                else:
+                    removed.append((int(dpk), str(mid)))
+                    remove_row(c, user_id, int(dpk), str(mid), at, {"source_deleted": memory_id})
+            versions = self._db.bump(c, user_id)
+        self._cache.advance(user_id, *versions, remove=[k for k, _ in removed])
+        return [mid for _, mid in removed]
+
+    def delete_user(self, user_id: str) -> int:
+        with self._db.atomic() as c:
+            n = c.execute("SELECT count(*) FROM memories WHERE user_id = ?", (user_id,)).fetchone()[0]
+            c.execute(
+                "DELETE FROM memories_fts WHERE rowid IN (SELECT pk FROM memories WHERE user_id = ?)",
+                (user_id,),
+            )
+            for table in ("memories", "entities", "feedback", "history", "jobs", "archive"):
+                c.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
+            self._db.bump(c, user_id)
+        self._cache.drop(user_id)
+        return int(n)
+
+    def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None:
+        if not memory_ids:
+            return
+        with self._db.atomic() as c:
+            c.execute(
+                f"UPDATE memories SET access_count = access_count + 1, last_accessed = ? "
+                f"WHERE +user_id = ? AND id IN ({marks(len(memory_ids))})",
+                (to_micros(at), user_id, *memory_ids),
+            )

@@ -1,0 +1,257 @@
+"""The vector index on its own: exact and HNSW modes, filters, files, and opening in step with a change feed."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memlane.errors import ValidationError
+from memlane.store.ann import Batch, Change, IndexSettings, VectorIndex, open_index
+from memlane.store.ann.files import META
+
+DIM = 24
+
+
+def unit_rows(n: int, seed: int = 0) -> np.ndarray:
+    """Clustered unit vectors (like text embeddings, unlike isotropic noise)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(max(1, n // 50), DIM))
+    x = centres[rng.integers(0, len(centres), n)] + 0.35 * rng.normal(size=(n, DIM))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def exact(held: dict[int, np.ndarray], q: np.ndarray, k: int, allowed: Iterable[int] | None = None) -> list[int]:
+    keys = [key for key in held if allowed is None or key in set(allowed)]
+    scores = [float(held[key] @ q) for key in keys]
+    order = sorted(range(len(keys)), key=lambda i: (-scores[i], keys[i]))
+    return [keys[i] for i in order[:k]]
+
+
+class SqliteFeed:
+    """A minimal owner: vectors and a change log in SQLite, committed together (what the store will do)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.db = sqlite3.connect(path, isolation_level=None)
+        self.db.executescript(
+            "CREATE TABLE IF NOT EXISTS vec (key INTEGER PRIMARY KEY, v BLOB NOT NULL);"
+            "CREATE TABLE IF NOT EXISTS log (seq INTEGER PRIMARY KEY AUTOINCREMENT, key INTEGER NOT NULL, v BLOB);"
+        )
+
+    def write(self, adds: dict[int, np.ndarray], deletes: Iterable[int] = ()) -> list[Change]:
+        """One transaction: the rows and their log entries; the committed changes are returned."""
+        out: list[Change] = []
+        self.db.execute("BEGIN IMMEDIATE")
+        for key, v in adds.items():
+            blob = np.asarray(v, dtype=np.float32).tobytes()
+            self.db.execute("INSERT OR REPLACE INTO vec VALUES (?, ?)", (key, blob))
+            cur = self.db.execute("INSERT INTO log (key, v) VALUES (?, ?)", (key, blob))
+            out.append(Change(int(cur.lastrowid or 0), key, np.asarray(v, dtype=np.float32)))
+        for key in deletes:
+            self.db.execute("DELETE FROM vec WHERE key = ?", (key,))
+            cur = self.db.execute("INSERT INTO log (key, v) VALUES (?, NULL)", (key,))
+            out.append(Change(int(cur.lastrowid or 0), key, None))
+        self.db.execute("COMMIT")
+        return out
+
+    def prune(self, upto: int) -> None:
+        self.db.execute("DELETE FROM log WHERE seq <= ?", (upto,))
+
+    def head(self) -> int:
+        return int(self.db.execute("SELECT coalesce(max(seq), 0) FROM log").fetchone()[0])
+
+    def changes_since(self, seq: int) -> Iterable[Change] | None:
+        oldest = self.db.execute("SELECT min(seq) FROM log").fetchone()[0]
+        if seq < self.head() and (oldest is None or oldest > seq + 1):
+            return None
+        rows = self.db.execute("SELECT seq, key, v FROM log WHERE seq > ? ORDER BY seq", (seq,)).fetchall()
+        return [Change(s, k, None if v is None else np.frombuffer(v, dtype=np.float32).copy()) for s, k, v in rows]
+
+    def snapshot(self) -> tuple[int, Iterator[Batch]]:
+        head = self.head()
+        rows = self.db.execute("SELECT key, v FROM vec ORDER BY key").fetchall()
+
+        def batches() -> Iterator[Batch]:
+            if rows:
+                keys = np.array([r[0] for r in rows], dtype=np.int64)
+                yield Batch(keys, np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1))
+
+        return head, batches()
+
+    def vectors(self) -> dict[int, np.ndarray]:
+        return {
+            int(k): np.frombuffer(v, dtype=np.float32) for k, v in self.db.execute("SELECT key, v FROM vec").fetchall()
+        }
+
+
+SMALL = IndexSettings(exact_below=200, filter_exact_max=50, expansion_search=64)
+
+
+@pytest.mark.parametrize("n", [150, 600])
+def test_search_matches_exact(n: int) -> None:
+    x = unit_rows(n)
+    index = VectorIndex(DIM, "t", SMALL)
+    index.add(range(n), x)
+    assert index.kind == ("exact" if n < 200 else "hnsw")
+    held = dict(enumerate(x))
+    qs = unit_rows(30, seed=1)
+    overlap = [len({h.key for h in index.search(q, 10)} & set(exact(held, q, 10))) / 10 for q in qs]
+    if n < 200:
+        assert min(overlap) == 1.0
+    else:
+        assert np.mean(overlap) >= 0.95
+    top = index.search(qs[0], 3)
+    assert [h.score for h in top] == sorted((h.score for h in top), reverse=True)
+    assert top[0].score == pytest.approx(float(held[top[0].key] @ qs[0]), abs=1e-5)
+
+
+@pytest.mark.parametrize("n", [150, 600])
+def test_remove_and_replace_are_seen_at_once(n: int) -> None:
+    x = unit_rows(n)
+    index = VectorIndex(DIM, "t", SMALL)
+    index.add(range(n), x)
+    q = x[7]
+    assert index.search(q, 1)[0].key == 7
+    assert index.remove([7, 10_000]) == 1
+    assert 7 not in index and len(index) == n - 1
+    assert all(h.key != 7 for h in index.search(q, 10))
+    index.add([3], -q)  # replaced: now the farthest
+    assert all(h.key != 3 for h in index.search(q, 10))
+    assert index.search(-q, 1)[0].key == 3
+
+
+@pytest.mark.parametrize("n", [150, 3_000])
+def test_narrow_filters_never_collapse(n: int) -> None:
+    x = unit_rows(n)
+    index = VectorIndex(DIM, "t", SMALL)
+    index.add(range(n), x)
+    held = dict(enumerate(x))
+    rng = np.random.default_rng(3)
+    for share in (0.003, 0.02, 0.3):
+        allowed = rng.choice(n, max(3, int(n * share)), replace=False).tolist()
+        overlap = []
+        for q in unit_rows(10, seed=4):
+            got = [h.key for h in index.search(q, 10, allowed=allowed)]
+            assert len(got) == min(10, len(allowed))
+            assert set(got) <= set(allowed)
+            want = exact(held, q, 10, allowed)
+            overlap.append(len(set(got) & set(want)) / len(want))
+        # Few allowed keys are searched exactly; a wide filter on a graph is approximate, like any HNSW search.
+        assert np.mean(overlap) >= (1.0 if n * share <= SMALL.filter_exact_max or n < 200 else 0.9)
+
+
+def test_excluded_keys_are_left_out_and_the_count_kept() -> None:
+    x = unit_rows(600)
+    index = VectorIndex(DIM, "t", SMALL)
+    index.add(range(600), x)
+    first = [h.key for h in index.search(x[0], 10)]
+    got = [h.key for h in index.search(x[0], 10, excluded=first[:4])]
+    assert len(got) == 10 and not set(got) & set(first[:4])
+
+
+def test_scores_are_exact_inner_products() -> None:
+    x = unit_rows(600)
+    for n in (150, 600):
+        index = VectorIndex(DIM, "t", SMALL)
+        index.add(range(n), x[:n])
+        hits = index.scores(x[0], [5, 9999, 2])
+        assert [h.key for h in hits] == [5, 2]
+        assert [h.score for h in hits] == pytest.approx([float(x[5] @ x[0]), float(x[2] @ x[0])], abs=1e-5)
+
+
+def test_bad_input_is_refused_and_nothing_is_half_written() -> None:
+    index = VectorIndex(DIM, "t", SMALL)
+    with pytest.raises(ValidationError, match="dimension"):
+        index.add([1, 2], np.ones((2, DIM + 1), dtype=np.float32))
+    with pytest.raises(ValidationError, match="non-negative"):
+        index.add([-1], np.ones((1, DIM), dtype=np.float32))
+    with pytest.raises(ValidationError, match="duplicate"):
+        index.add([4, 4], np.ones((2, DIM), dtype=np.float32))
+    with pytest.raises(ValidationError, match="dimension"):
+        index.search(np.ones(DIM - 1), 3)
+    assert len(index) == 0
+    with pytest.raises(ValidationError):
+        VectorIndex(0, "t")
+
+
+@pytest.mark.parametrize("n", [150, 600])
+def test_save_and_load_round_trip(tmp_path: Path, n: int) -> None:
+    x = unit_rows(n)
+    index = VectorIndex(DIM, "model-a", SMALL, folder=tmp_path)
+    index.add(range(n), x, seq=41)
+    meta = index.save()
+    assert meta is not None and meta.applied_seq == 41 and meta.count == n
+    loaded, why = VectorIndex.load(tmp_path, DIM, "model-a", SMALL)
+    assert loaded is not None, why
+    assert loaded.applied_seq == 41 and len(loaded) == n and loaded.kind == index.kind
+    assert [h.key for h in loaded.search(x[5], 5)] == [h.key for h in index.search(x[5], 5)]
+    index.remove([1], seq=42)
+    index.save()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [META, json.loads((tmp_path / META).read_text())["data_file"]]
+    )
+
+
+def test_load_refuses_another_model_a_torn_file_or_no_commit(tmp_path: Path) -> None:
+    index = VectorIndex(DIM, "model-a", SMALL, folder=tmp_path)
+    index.add(range(50), unit_rows(50))
+    meta = index.save()
+    assert meta is not None
+    assert VectorIndex.load(tmp_path, DIM, "model-b")[0] is None
+    assert VectorIndex.load(tmp_path, DIM + 1, "model-a")[0] is None
+    data = tmp_path / meta.data_file
+    data.write_bytes(data.read_bytes()[:-10])  # torn
+    assert VectorIndex.load(tmp_path, DIM, "model-a")[0] is None
+    (tmp_path / META).unlink()
+    assert VectorIndex.load(tmp_path, DIM, "model-a")[0] is None
+
+
+def test_open_index_loads_replays_and_rebuilds(tmp_path: Path) -> None:
+    feed = SqliteFeed(tmp_path / "db.sqlite")
+    x = unit_rows(400)
+    folder = tmp_path / "ann"
+    index, report = open_index(feed, DIM, "m", folder=folder, settings=SMALL)
+    assert report.action == "rebuilt" and len(index) == 0
+    for lo in range(0, 300, 100):
+        for ch in [feed.write({k: x[k] for k in range(lo, lo + 100)})]:
+            index.apply(ch)
+    index.save()
+    # Writes the saved file never saw: a process that committed and died before saving.
+    feed.write({k: x[k] for k in range(300, 400)}, deletes=[0, 1, 2])
+    reopened, report = open_index(feed, DIM, "m", folder=folder, settings=SMALL)
+    assert report.action == "replayed" and report.replayed == 103
+    assert len(reopened) == 397 and reopened.applied_seq == feed.head()
+    assert open_index(feed, DIM, "m", folder=folder, settings=SMALL)[1].action == "loaded"
+    # The log pruned past the file: rebuilt whole from the rows.
+    feed.write({400: x[0]})
+    feed.prune(feed.head())
+    feed.write({401: x[1]})
+    stale, report = VectorIndex.load(folder, DIM, "m", SMALL)[0], None
+    assert stale is not None and stale.applied_seq < feed.head() - 1
+    rebuilt, report = open_index(feed, DIM, "m", folder=folder, settings=SMALL)
+    assert report.action == "rebuilt" and "no longer reaches" in report.reason
+    assert len(rebuilt) == 399
+    # Another model: rebuilt.
+    assert open_index(feed, DIM, "other", folder=folder, settings=SMALL)[1].action == "rebuilt"
+
+
+def test_open_index_rebuilds_a_file_ahead_of_the_database(tmp_path: Path) -> None:
+    feed = SqliteFeed(tmp_path / "db.sqlite")
+    feed.write({1: unit_rows(1)[0]})
+    index = VectorIndex(DIM, "m", SMALL, folder=tmp_path / "ann")
+    index.add([1, 2], unit_rows(2), seq=99)
+    index.save()
+    reopened, report = open_index(feed, DIM, "m", folder=tmp_path / "ann", settings=SMALL)
+    assert report.action == "rebuilt" and "at change 99" in report.reason
+    assert len(reopened) == 1 and reopened.applied_seq == feed.head()
+
+
+def test_in_memory_index_has_no_files() -> None:
+    feed = SqliteFeed(":memory:")
+    feed.write({5: unit_rows(1)[0]})
+    index, report = open_index(feed, DIM, "m", folder=None)
+    assert report.action == "rebuilt" and len(index) == 1 and index.save() is None
