@@ -222,7 +222,7 @@ class AnnIndexes:
     def keys_of(self, user_id: str, memory_ids: Sequence[str]) -> dict[int, str]:
         """Row keys of the user's memory ids."""
         rows = self._db.read_in(
-            "SELECT pk, id FROM memories WHERE user_id = ? AND id IN ({marks})", memory_ids, before=(user_id,)
+            "SELECT pk, id FROM memories WHERE +user_id = ? AND id IN ({marks})", memory_ids, before=(user_id,)
         )
         return {int(pk): str(mid) for pk, mid in rows}
 

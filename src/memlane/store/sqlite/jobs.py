@@ -77,7 +77,7 @@ def finish(c: sqlite3.Connection, outcome: JobOutcome, at: int) -> None:
             chunk = wanted[start : start + 500]
             marks = ", ".join("?" * len(chunk))
             found = c.execute(
-                f"SELECT count(*) FROM memories WHERE user_id = ? AND id IN ({marks})", (row[0], *chunk)
+                f"SELECT count(*) FROM memories WHERE +user_id = ? AND id IN ({marks})", (row[0], *chunk)
             ).fetchone()[0]
             if int(found) != len(chunk):
                 raise JobFencedError(f"job {outcome.job_id} read memories that were deleted while it ran")
