@@ -68,14 +68,15 @@ each user's scope), then 200 timed `search(top_k=10)` calls with the default pre
 point (every queried user is searched once, untimed, beforehand, so the timings are of a warm store; the first
 query of a user after opening also loads that user's vectors). Peak RSS is the process's peak resident set,
 which includes the corpus held in memory by the harness (baseline RSS: before memlane was opened); on disk is the
-SQLite file with its WAL after closing. These scale runs were made before `multi` became the default preset:
-they searched with `weighted` (dense + BM25), so they do not include the cost of `multi`'s extra dimensions.
+SQLite file with its WAL (and the vector index folder) after closing. The runs search with the default preset
+(`multi`), with `MEMLANE_INFER=0` (turns only, write-time enrichment on). After the search-only timings each point
+runs the chat workload: 200 times, one `add` of one message to the queried user, then the timed search (the "chat"
+columns), which shows any per-write index or cache cost that a search pays for.
 
-**MiniLM stops at 100k.** The default embedder (all-MiniLM-L6-v2) embeds a few hundred texts per second on two
-cores, so 1M memories would take about 45 minutes of embedding per layout (longer with the CPU shared); the 1M
-points use the `static` embedder (model2vec distilled from the same model), whose ingest cost is dominated by
-SQLite rather than by the model. For the same reason MiniLM spread over 1,000 users stops at 10k: embedding costs
-the same per memory whatever the number of scopes, which the `static` rows up to 1M show separately.
+**What these runs cover.** They were made on a quiet machine after the storage rebuild (capability seams, the
+per-user vector index fed by a change log, top-k BM25 inside SQLite) and with the torch-free int8 MiniLM runtime.
+The 1M points and the spread over 1,000 users were not measured again after that rebuild; MiniLM stops at 10k here
+(its ingest is bound by the model: a few hundred short texts per second on two cores).
 """
 
 PEERS_NOTE = """\
@@ -91,7 +92,9 @@ caption), without the speaker's name or the session date: the one input all five
 why memlane's recall here is lower than in the LoCoMo section above, where memlane gets each turn through its API
 with the speaker's name and the session time (most LoCoMo questions name a speaker, which helps full-text search).
 These peers runs were also made before `multi` became memlane's default: memlane ran with `weighted` (0.6 dense +
-0.4 BM25); the LoCoMo section shows how the presets compare.
+0.4 BM25); the LoCoMo section shows how the presets compare. They also predate the storage rebuild and the int8
+runtime: they describe memlane as of 2026-11-22, and are kept until the rerun (`bench peers --text-form dated`
+with the default preset, on a quiet machine) replaces them.
 
 **Unequal load at 100k.** In the 100k run, memlane's point ran while the other benchmark runs still loaded the
 machine (load average about 8 on 2 cores) and the LanceDB and Chroma points ran after those had finished, on an
