@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
+
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential, wait_none
 
 from memlane.errors import ConfigError, MissingDependencyError, RetrievalError
 from memlane.retrieval.text import query_terms
@@ -100,6 +101,13 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / union if union else 0.0
 
 
+class _Retryable(Exception):
+    """An HTTP status worth another attempt (408/409/425/429/5xx)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+
+
 class EndpointReranker:
     """A ``POST {base_url}/rerank`` server: sends the query and the candidates' texts, reads back a score for each.
 
@@ -161,24 +169,28 @@ class EndpointReranker:
         return [Reranked(candidates[i].key, scores[i]) for i in order[:top_n]]
 
     def _post(self, body: dict[str, Any]) -> Any:
+        """POST once per attempt; retries (timeouts, refused connections, ``RETRY_STATUS``) are tenacity's."""
         httpx = self._httpx
-        attempt = 0
-        while True:
-            try:
-                response = self._client.post(self.url, json=body)
-            except (httpx.TimeoutException, httpx.ConnectError) as exc:
-                if attempt >= self.max_retries:
-                    raise RetrievalError(f"rerank endpoint {self.url} failed: {exc}") from exc
-            else:
-                if response.status_code < 400:
-                    try:
-                        return response.json()
-                    except ValueError as exc:
-                        raise RetrievalError(f"rerank endpoint {self.url} did not answer JSON") from exc
-                if response.status_code not in RETRY_STATUS or attempt >= self.max_retries:
-                    raise RetrievalError(f"rerank endpoint {self.url} answered HTTP {response.status_code}")
-            time.sleep(self.backoff * 2**attempt)
-            attempt += 1
+        retrying = Retrying(
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=wait_exponential(multiplier=self.backoff, max=30.0) if self.backoff else wait_none(),
+            retry=retry_if_exception_type((httpx.TimeoutException, httpx.ConnectError, _Retryable)),
+            reraise=True,
+        )
+        try:
+            for attempt in retrying:
+                with attempt:
+                    response = self._client.post(self.url, json=body)
+                    if response.status_code in RETRY_STATUS:
+                        raise _Retryable(response.status_code)
+        except (httpx.TimeoutException, httpx.ConnectError, _Retryable) as exc:
+            raise RetrievalError(f"rerank endpoint {self.url} failed: {exc}") from exc
+        if response.status_code >= 400:
+            raise RetrievalError(f"rerank endpoint {self.url} answered HTTP {response.status_code}")
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise RetrievalError(f"rerank endpoint {self.url} did not answer JSON") from exc
 
     def _scores(self, payload: Any, n: int) -> list[float]:
         rows = payload.get("results", payload.get("data")) if isinstance(payload, dict) else payload
