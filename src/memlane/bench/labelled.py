@@ -114,7 +114,10 @@ class LabelledSet:
         """The part of the set a split covers (``all``, ``tune`` or ``holdout``): its queries and their scopes."""
         if split not in SPLITS:
             raise ValidationError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
-        queries = [q for q in self.queries if split == "all" or q.split == split]
+        return self._with_queries([q for q in self.queries if split == "all" or q.split == split])
+
+    def _with_queries(self, queries: list[LabelledQuery]) -> LabelledSet:
+        """The set narrowed to ``queries`` and the memories of their scopes."""
         scopes = {q.scope for q in queries}
         return LabelledSet(
             name=self.name,
@@ -140,15 +143,7 @@ class LabelledSet:
             if q.split_group in keep and per_group.get(q.split_group, 0) < (max_queries or len(self.queries)):
                 per_group[q.split_group] = per_group.get(q.split_group, 0) + 1
                 queries.append(q)
-        scopes = {q.scope for q in queries}
-        return LabelledSet(
-            name=self.name,
-            description=self.description,
-            memories=[m for m in self.memories if m.scope in scopes],
-            queries=queries,
-            source=self.source,
-            notes=self.notes,
-        )
+        return self._with_queries(queries)
 
 
 # -- results ---------------------------------------------------------------------------------------------------------
