@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memlane import Memory
-from memlane.errors import CorruptStoreError, StoreError
+from memlane.errors import ConfigError, CorruptStoreError, StoreError
 
 
 def _filled(tmp_path: Path) -> Path:
@@ -50,7 +50,7 @@ def test_read_only_open_of_a_missing_file_is_a_store_error(tmp_path: Path) -> No
 
 
 def test_unknown_sqlite_url_options_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(Exception, match="mode=ro"):
+    with pytest.raises(ConfigError, match="mode=ro"):
         Memory(f"sqlite:///{tmp_path / 'x.db'}?cache=shared", embedder="hash")
 
 
