@@ -35,6 +35,7 @@ class Turn:
     text: str
     timestamp: datetime
     caption: str | None = None
+    media: str | None = None
 
     @property
     def content(self) -> str:
@@ -116,6 +117,7 @@ def _conversation(sample: dict[str, Any], dataset: LocomoDataset) -> LocomoConve
                     text=str(raw["text"]),
                     timestamp=when,
                     caption=raw.get("blip_caption") or None,
+                    media=(raw.get("img_url") or [None])[0],
                 )
             )
     known = {t.dia_id for t in turns}
