@@ -95,6 +95,7 @@ class Asker:
         vocab = Vocabulary.from_rows(self._store.entity_aliases(user_id))
         structured: StructuredResult | None = None
         reason = "no structured rule matched: semantic search"
+        note = ""  # why the model's choice was not used, kept in front of the rules' reason
         use_search_only = False
         if self._chat is not None:
             try:
@@ -102,17 +103,17 @@ class Asker:
                 if choice.tool == "search":
                     use_search_only, reason = True, "the model chose semantic search"
                 elif choice.query is not None:
-                    query = to_query(choice.query, vocab)
-                    structured = run_query(self._store, user_id, query)
+                    structured = run_query(self._store, user_id, to_query(choice.query, vocab))
                     reason = "the model wrote a structured query (validated)"
             except MemlaneError as exc:
                 log.info("LLM routing unusable, rules decide: %s", exc)
-                reason = f"the model's routing was unusable ({str(exc)[:120]}); rules decide"
+                note = f"the model's routing was unusable ({str(exc)[:120]}); rules decide: "
         if structured is None and not use_search_only:
             translation = translate(question, vocab, now)
             if translation is not None:
                 structured = run_query(self._store, user_id, translation.query)
                 reason = f"rule {translation.rule}"
+            reason = note + reason
         hits = self._search(question, top_k)
         answer = Answer(
             question=question,
