@@ -64,13 +64,16 @@ class KindScore(BaseModel):
 
 
 class LocomoCase(BaseModel):
-    """A LoCoMo question the structured layer claimed, its gold and structured answers."""
+    """A LoCoMo question the structured layer claimed, its gold and structured answers.
+
+    ``question`` and ``gold`` are LoCoMo's text (CC BY-NC): shown when the benchmark runs, left out of saved results.
+    """
 
     qid: str
     category: str
-    question: str
+    question: str = ""
     rule: str
-    gold: str
+    gold: str = ""
     got: str
     correct: bool
 
@@ -285,6 +288,11 @@ def run_ask_bench(*, embedder: str | None = None, locomo: Path | None = None, sp
     return report
 
 
+def saved_json(report: AskReport) -> str:
+    """The report as JSON to keep in the repository: LoCoMo's questions and answers left out (its licence)."""
+    return report.model_dump_json(indent=1, exclude={"locomo_claimed": {"__all__": {"question", "gold"}}})
+
+
 def render(report: AskReport, *, cases: int = 40) -> str:
     """The report as Markdown text."""
     lines = [
@@ -314,5 +322,7 @@ def render(report: AskReport, *, cases: int = 40) -> str:
         ]
         for c in claimed[:cases]:
             cell = c.got.replace("|", "/")[:80]
-            lines.append(f"| {c.question} | {c.category} | {c.gold[:60]} | {cell} | {'yes' if c.correct else 'no'} |")
+            question = c.question.replace("|", "/") or f"{c.qid} ({c.rule})"
+            gold = c.gold.replace("|", "/")[:60] or "(LoCoMo text not kept)"
+            lines.append(f"| {question} | {c.category} | {gold} | {cell} | {'yes' if c.correct else 'no'} |")
     return "\n".join(lines)

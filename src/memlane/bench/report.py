@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 
 LOCOMO_FILE = "locomo.json.gz"
 ABLATION_FILE = "ablation.json.gz"
+ASK_FILE = "ask.json"
 SCALE_GLOB = "scale*.json"
 PEERS_GLOB = "peers*.json*"
 
@@ -451,6 +452,20 @@ def write_report(results: Path, out_md: Path, img: Path, *, plots: bool = True) 
             f"`{ablation.command}`",
             "",
             *render_ablation(ablation),
+            "",
+        ]
+    ask_path = results / ASK_FILE
+    if ask_path.exists():
+        from memlane.bench.ask import AskReport, render
+
+        ask = _load(AskReport, ask_path)
+        lines += [
+            "## Structured questions: ask()",
+            "",
+            f"`{ask.command}` ({ask.embedder}; {ask.machine}). The household scenario (`src/memlane/bench/data/ask/`) "
+            "was written for memlane: a week of captioned frames from two cameras and a six-session chat.",
+            "",
+            render(ask),
             "",
         ]
     if scales:

@@ -120,10 +120,12 @@ def bench_ask(
     ] = None,
     split: Annotated[str, typer.Option("--split", help="LoCoMo conversations: all, tune or holdout.")] = "all",
     embedder: EmbedderOpt = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results to this JSON file.")] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write the results (without LoCoMo's text) to this JSON file.")
+    ] = None,
 ) -> None:
     """ask() on the household scenario (accuracy per question kind), and the LoCoMo questions it claims."""
-    from memlane.bench.ask import render, run_ask_bench
+    from memlane.bench.ask import render, run_ask_bench, saved_json
 
     try:
         report = run_ask_bench(embedder=embedder, locomo=locomo, split=split)
@@ -133,7 +135,7 @@ def bench_ask(
     out.print(render(report), highlight=False)
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(report.model_dump_json(indent=1) + "\n", encoding="utf-8")
+        json_out.write_text(saved_json(report) + "\n", encoding="utf-8")
         err.print(f"wrote {json_out}")
 
 
