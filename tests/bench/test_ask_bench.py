@@ -26,7 +26,9 @@ def test_the_scenario_has_forty_questions_of_every_kind() -> None:
 def test_every_structured_question_is_routed_and_scored() -> None:
     with Memory(":memory:", embedder="hash") as memory:
         rows = run_scenario(memory, ingest_scenario(memory))
-    assert all(r.route == "structured" for r in rows if r.kind in STRUCTURED_KINDS)
+    for r in rows:  # a rule claims every structured question; one that finds nothing hands it to search
+        if r.kind in STRUCTURED_KINDS:
+            assert r.route == "structured" or ("found nothing" in r.reason and r.reason.startswith("rule")), r
     assert all(r.route == "search" for r in rows if r.kind not in STRUCTURED_KINDS)
     report = AskReport(embedder="hash", machine="test", kinds=kind_scores(rows), rows=rows)
     assert sum(k.questions for k in report.kinds) == len(rows)

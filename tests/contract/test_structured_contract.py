@@ -39,4 +39,4 @@ def test_count_exists_list_first_last_range(memory: Memory) -> None:
     assert ask("Which objects did Dana water?") == ["plant_1"]
     assert ask("When did Dana last water the plant?") == "2026-03-04"
     assert ask("When did Dana first water the plant?") == "2026-03-02"
-    assert ask("What happened on 4 March 2026?") == 2
+    assert ask("What happened on 4 March 2026?") == "2 memories"

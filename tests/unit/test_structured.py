@@ -143,3 +143,18 @@ def test_run_query_counts_memories_when_asked(memory) -> None:
 
     query = StructuredQuery(Op.COUNT, Match(subject="sam", terms=(("load",),)), unit=Unit.MEMORIES)
     assert run_query(memory._store, "home", query).value == 3
+
+
+def test_a_presumption_that_finds_nothing_hands_over_to_search(memory) -> None:
+    answer = memory.ask("Which objects did Sam water?", user_id="home", now=NOW)
+    assert answer.route == "search" and "found nothing" in answer.reason
+    assert memory.ask("Did Sam ever water the plant?", user_id="home", now=NOW).route == "structured"  # "no" answers
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["How often does Dana water the plant?", "Did Dana and Sam both load the dishwasher?", "When did Dana water it?"],
+)
+def test_rules_decline_habits_joins_and_plain_when(question: str) -> None:
+    vocab = Vocabulary.from_rows([AliasRow("dana", "dana", "person", "Dana"), AliasRow("sam", "sam", "person", "Sam")])
+    assert translate(question, vocab, NOW) is None

@@ -111,8 +111,11 @@ class Asker:
         if structured is None and not use_search_only:
             translation = translate(question, vocab, now)
             if translation is not None:
-                structured = run_query(self._store, user_id, translation.query)
-                reason = f"rule {translation.rule}"
+                found = run_query(self._store, user_id, translation.query)
+                if found.found_nothing:
+                    reason = f"rule {translation.rule} found nothing ({found.answer}): semantic search"
+                else:
+                    structured, reason = found, f"rule {translation.rule}"
             reason = note + reason
         hits = self._search(question, top_k)
         answer = Answer(

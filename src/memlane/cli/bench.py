@@ -132,7 +132,7 @@ def bench_ask(
     except MemlaneError as exc:
         _fail(str(exc))
     report.command = _command("ask")
-    out.print(render(report), highlight=False)
+    out.print(render(report), highlight=False, markup=False)
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(saved_json(report) + "\n", encoding="utf-8")

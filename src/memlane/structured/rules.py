@@ -20,7 +20,11 @@ from memlane.retrieval.text import STOPWORDS
 from memlane.structured.query import Match, Op, StructuredQuery
 
 _I = re.IGNORECASE
-_COUNT: Final = re.compile(r"^how\s+(?:many\s+times|often|frequently)\s+(?P<rest>.+)$", _I)
+# "how often does/do ..." asks for a habit ("a few times a week"), which counting memories does not give.
+_COUNT: Final = re.compile(
+    r"^how\s+(?:many\s+times|(?:often|frequently)(?!\s+(?:does|do|is|are|would|will)\b))\s+(?P<rest>.+)$", _I
+)
+_BOTH: Final = re.compile(r"\bboth\b|\beach\s+other\b|\bin\s+common\b", _I)
 _ORDER_YN: Final = re.compile(
     r"^(?:did|was|were|had|has|have)\s+(?P<a>.+?)\s+(?P<rel>before|after|earlier\s+than|later\s+than)\s+(?P<b>.+)$", _I
 )
@@ -266,7 +270,7 @@ def _within(match: Match, span: TimeSpan | None) -> Match:
 def translate(question: str, vocab: Vocabulary, now: datetime) -> Translation | None:
     """The structured query a question asks, or ``None`` when it is not one the rules understand."""
     q = _strip(question)
-    if not q or len(q) > 300:
+    if not q or len(q) > 300 or _BOTH.search(q):  # what two people share is a join the rules do not write
         return None
     span = _time_range(q, now)
 

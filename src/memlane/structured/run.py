@@ -62,6 +62,16 @@ class StructuredResult(BaseModel):
     statements: list[Statement] = Field(default_factory=list)
     truncated: bool = Field(default=False, description="a primitive hit its row limit: a count is a lower bound")
 
+    @property
+    def found_nothing(self) -> bool:
+        """Whether a question that presumes something happened (list, first, last, order, range) found none of it.
+
+        A count of 0 or an existence "no" is an answer; an empty list or an unknown order is not.
+        """
+        if self.op in (Op.COUNT, Op.EXISTS):
+            return False
+        return not self.memories or self.value in (None, [])
+
 
 def occurrences(rows: Sequence[SelectedMemory]) -> list[list[SelectedMemory]]:
     """Group matching rows into occurrences: the turns of one session are one; observations whose time windows
@@ -167,8 +177,8 @@ def run_query(source: StructuredSource, user_id: str, query: StructuredQuery) ->
     else:  # RANGE, or LIST of memories
         rows = select(query.match, limit=query.limit)
         evidence = [r.memory_id for r in rows]
-        value = len(rows)
-        answer = f"{len(rows)} memor{'y' if len(rows) == 1 else 'ies'}"
+        value = f"{len(rows)} memor{'y' if len(rows) == 1 else 'ies'}"
+        answer = value
     items = source.get_many(user_id, evidence)
     memories = [items[i] for i in evidence if i in items]
     if op in (Op.RANGE, Op.LIST) and not isinstance(value, list):
