@@ -81,8 +81,9 @@ def test_occurrences_merge_overlapping_windows_and_sessions() -> None:
         row("c", t(2, 19, 1), t(2, 19, 1, 10), "observation", "cam"),  # after the chain
         row("d", t(3), None, "user", "s1"),
         row("e", t(3, 13), None, "assistant", "s1"),  # same session as d
+        SelectedMemory("f", "s1", "observation", t(3, 14), None, attached=True),  # a photo shared in s1
     ]
-    assert [[r.memory_id for r in g] for g in occurrences(rows)] == [["a", "b"], ["c"], ["d", "e"]]
+    assert [[r.memory_id for r in g] for g in occurrences(rows)] == [["a", "b"], ["c"], ["d", "e", "f"]]
 
 
 @pytest.mark.parametrize(

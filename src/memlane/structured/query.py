@@ -158,13 +158,16 @@ class EntitySelect:
 
 @dataclass(frozen=True)
 class SelectedMemory:
-    """One row of a ``MemorySelect``: the memory's id, session, role, and when it happened (start, end)."""
+    """One row of a ``MemorySelect``: the memory's id, session, role, when it happened (start, end), and whether it
+    is attached to another memory (a photo shared in a turn).
+    """
 
     memory_id: str
     session_id: str | None
     role: str | None
     start: datetime
     end: datetime | None
+    attached: bool = False
 
 
 @dataclass(frozen=True)

@@ -74,14 +74,14 @@ class StructuredResult(BaseModel):
 
 
 def occurrences(rows: Sequence[SelectedMemory]) -> list[list[SelectedMemory]]:
-    """Group matching rows into occurrences: the turns of one session are one; observations whose time windows
-    overlap (or touch) are one; anything else is its own.
+    """Group matching rows into occurrences: the turns of one session are one (with the photos attached to them);
+    observations whose time windows overlap (or touch) are one; anything else is its own.
     """
     groups: list[list[SelectedMemory]] = []
     by_session: dict[str, list[SelectedMemory]] = {}
     chains: list[tuple[datetime, list[SelectedMemory]]] = []  # (end, group) of the open observation chains
     for row in sorted(rows, key=lambda r: r.start):
-        if row.role == OBSERVATION_ROLE:
+        if row.role == OBSERVATION_ROLE and not row.attached:
             end = row.end or row.start
             chain = next((g for e, g in chains if row.start <= e and g[0].session_id == row.session_id), None)
             if chain is None:

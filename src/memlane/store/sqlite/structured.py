@@ -80,7 +80,8 @@ class SQLiteStructuredIndex:
         where, params = match_sql(user_id, select.match)
         direction = "DESC" if select.newest_first else "ASC"
         sql = (
-            f"SELECT m.id, m.session_id, m.role, {_WHEN}, m.event_end FROM memories m WHERE {where} "
+            f"SELECT m.id, m.session_id, m.role, {_WHEN}, m.event_end, "
+            f"json_extract(m.metadata, '$.attached_to') IS NOT NULL FROM memories m WHERE {where} "
             f"ORDER BY {_WHEN} {direction}, m.pk {direction} LIMIT ?"
         )
         params.append(select.limit)
@@ -93,8 +94,9 @@ class SQLiteStructuredIndex:
                     role=role,
                     start=from_micros(int(start)),
                     end=None if end is None else from_micros(int(end)),
+                    attached=bool(attached),
                 )
-                for mid, session, role, start, end in rows
+                for mid, session, role, start, end, attached in rows
             ),
             statement=CompiledSQL(sql, tuple(params)),
         )
