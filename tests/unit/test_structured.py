@@ -159,3 +159,11 @@ def test_a_presumption_that_finds_nothing_hands_over_to_search(memory) -> None:
 def test_rules_decline_habits_joins_and_plain_when(question: str) -> None:
     vocab = Vocabulary.from_rows([AliasRow("dana", "dana", "person", "Dana"), AliasRow("sam", "sam", "person", "Sam")])
     assert translate(question, vocab, NOW) is None
+
+
+def test_a_range_question_about_a_topic_is_left_to_search() -> None:
+    vocab = Vocabulary.from_rows([AliasRow("john", "john", "person", "John")])
+    assert translate("What happened to John's job in August 2023?", vocab, NOW) is None
+    assert translate("What did John plan to do on 7 July 2023?", vocab, NOW) is None
+    claimed = translate("What did John do on 7 July 2023?", vocab, NOW)
+    assert claimed is not None and claimed.query.op is Op.RANGE and claimed.query.match.subject == "john"

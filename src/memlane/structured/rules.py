@@ -329,6 +329,9 @@ def translate(question: str, vocab: Vocabulary, now: datetime) -> Translation | 
     if m and span is not None:
         subj = m.group("subj") or m.group("subj2")
         side = _side(subj, vocab) if subj else None
+        rest = _side(q[m.end() :], vocab)
+        if (side is not None and (side[0].terms or side[0].entities)) or (rest is not None and rest[0].terms):
+            return None  # "what happened to John's job in May": a topic in a time range is a search, not a list
         match = Match(subject=side[0].subject) if side else Match()
         query = StructuredQuery(Op.RANGE, _within(match, span), limit=50)
         return Translation(query, "range: 'what happened on/between ...'")
