@@ -176,7 +176,10 @@ def build_server(memory: Memory, scope: McpScope) -> MCPServer:
             user = scope.user(user_id)
             library_context: Any = getattr(memory, "context", None)
             if callable(library_context):  # the library's own assembly, once it has one
-                return str(library_context(prompt, user_id=user, **tenant))
+                assembled = library_context(prompt, user_id=user, **tenant)
+                text = assembled if isinstance(assembled, str) else getattr(assembled, "text", None)
+                if isinstance(text, str):
+                    return text
             hits = memory.search(prompt, user_id=user, top_k=top_k, **tenant)
             return quote_hits(hits, max_chars=max(200, min(int(max_chars), 200_000)))
 
