@@ -145,7 +145,8 @@ def extracted(memory: Memory, user: str) -> list[str]:
 def test_a_worker_killed_mid_job_loses_nothing_and_does_nothing_twice(tmp_path: Path, broker: str) -> None:
     db, markers = tmp_path / "m.db", tmp_path / "markers.jsonl"
     # What the jobs must produce, from the same turns extracted synchronously in another store.
-    with Memory(tmp_path / "control.db", embedder=HashEmbedder(), config=Config(embedder="hash")) as control:
+    control_config = Config(data_dir=tmp_path / "home", embedder="hash")
+    with Memory(tmp_path / "control.db", embedder=HashEmbedder(), config=control_config) as control:
         for n, turn in enumerate(TURNS):
             control.add(turn, user_id=f"u{n}")
         expected = {f"u{n}": extracted(control, f"u{n}") for n in range(len(TURNS))}
