@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,7 @@ from memlane import Config, Memory
 from memlane.broker import RetryPolicy, RunStatus
 from memlane.embedding.fake import HashEmbedder
 from memlane.errors import JobTimeoutError
+from memlane.extraction.base import ExtractionFailure, ExtractionResult
 from memlane.extraction.offline import RuleExtractor
 from memlane.lifecycle.locks import Leases
 from memlane.models import JobState, MemoryKind, utcnow
@@ -164,3 +166,26 @@ def test_without_a_broker_async_adds_say_they_are_embedded(memory: Memory) -> No
     result = memory.add("I live in Boston", user_id="maya", async_mode=True)
     assert (result.queue, result.queue_notice) == ("embedded", None)
     assert memory.add("hello", user_id="maya", infer=False).queue is None
+
+
+def test_a_batch_the_extractor_could_not_read_is_retried_too(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = RuleExtractor.extract
+    calls = []
+
+    def unreadable_once(self: RuleExtractor, window: Any, related: Any = ()) -> ExtractionResult:
+        calls.append(1)
+        if len(calls) == 1:  # as an LLM extractor reports a reply it could not parse: recorded, not raised
+            return ExtractionResult(errors=[ExtractionFailure(source_ids=[m.id for m in window], reason="unreadable")])
+        return real(self, window, related)
+
+    monkeypatch.setattr(RuleExtractor, "extract", unreadable_once)
+    job_id = memory.add("I live in Boston", user_id="maya", async_mode=True).job_id
+    assert job_id is not None
+    first = memory.run_job(job_id, policy=FAST)
+    assert (first.status, first.error) == (RunStatus.RETRY, "unreadable")
+    job = memory.job(job_id, user_id="maya")
+    assert job.state is JobState.QUEUED and len(job.payload["message_ids"]) == 1
+    assert typed(memory) == []
+    second = memory.run_job(job_id, policy=FAST)
+    assert (second.status, second.attempts) == (RunStatus.DONE, 2)
+    assert typed(memory)
