@@ -36,10 +36,6 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def run(coro: Any) -> Any:
-    return anyio.run(lambda: coro)
-
-
 @pytest.fixture
 def memory() -> Iterator[Memory]:
     with Memory(":memory:", embedder="hash") as m:
@@ -263,3 +259,32 @@ def test_streamable_http_round_trip_with_a_real_server_process(tmp_path: Path) -
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_context_uses_the_library_assembly_when_there_is_one(tmp_path: Path) -> None:
+    class Assembling(Memory):
+        def context(self, prompt: str, *, user_id: str) -> str:
+            return f"assembled for {user_id}: {prompt}"
+
+    with Assembling(":memory:", embedder="hash") as memory:
+        server = build_server(memory, McpScope(user_id="maya"))
+
+        async def main() -> str:
+            async with Client(server) as client:
+                result = await client.call_tool("context", {"prompt": "what about my dog?"})
+                return str(result.content[0].text)  # type: ignore[union-attr]
+
+        assert anyio.run(main) == "assembled for maya: what about my dog?"
+
+
+def test_mcp_command_refuses_an_unknown_transport_and_a_bad_scope(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from memlane.cli import app
+
+    env = {"MEMLANE_HOME": str(tmp_path / "home"), "MEMLANE_EMBEDDER": "hash", "MEMLANE_DB": str(tmp_path / "m.db")}
+    runner = CliRunner()
+    bad = runner.invoke(app, ["mcp", "--transport", "pigeon"], env=env)
+    assert bad.exit_code == 2 and "unknown transport 'pigeon'" in bad.stderr
+    bad_user = runner.invoke(app, ["mcp", "--user", "a\x07b"], env=env)
+    assert bad_user.exit_code == 2 and "--user" in bad_user.stderr
