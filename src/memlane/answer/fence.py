@@ -23,6 +23,6 @@ def _attr(value: str) -> str:
 def fence(item: MemoryItem) -> str:
     """One memory as a fenced block: id, date and speaker as attributes, its text with any fence look-alike broken."""
     when = (item.event_time or item.timestamp).strftime("%Y-%m-%d %H:%M")
-    who = item.speaker or (item.role if item.role == "observation" else None) or item.kind.value
+    who = item.speaker or item.role or item.kind.value
     body = _TAGLIKE.sub(lambda m: m.group(0).replace("<", "‹"), item.text)
     return f'<memory id="{_attr(item.id)}" date="{when}" speaker="{_attr(who)}">\n{body}\n</memory>'
