@@ -1,5 +1,6 @@
 """memlane: long-term memory for conversational AI, offline by default, with explainable hybrid retrieval."""
 
+from memlane.answer import Answer, Context
 from memlane.config import Config, RetrievalPreset
 from memlane.embedding.base import Embedder
 from memlane.engine import Memory
@@ -37,14 +38,17 @@ from memlane.models import (
     SourceRef,
     Stats,
 )
+from memlane.observe import Observation
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AddResult",
+    "Answer",
     "ArchivedMemory",
     "Config",
     "ConfigError",
+    "Context",
     "CorruptStoreError",
     "Embedder",
     "EmbedderMismatchError",
@@ -65,6 +69,7 @@ __all__ = [
     "MissingDependencyError",
     "MissingScopeError",
     "NotFoundError",
+    "Observation",
     "RetrievalError",
     "RetrievalPreset",
     "SchemaError",

@@ -18,6 +18,9 @@ from typing import IO, Any, Self
 
 import numpy as np
 
+from memlane.answer.ask import Answer, Asker
+from memlane.answer.context import Context, assemble
+from memlane.answer.fence import fence
 from memlane.broker import JobRun, RetryPolicy, publisher_for
 from memlane.broker.runner import run_job
 from memlane.config import Config, RetrievalPreset, save_preset
@@ -53,6 +56,7 @@ from memlane.models import (
     Stats,
     utcnow,
 )
+from memlane.observe import Observation, check_observations, prepare
 from memlane.retrieval.rerank import make_reranker
 from memlane.retrieval.search import Retriever
 from memlane.retrieval.tuning import FitResult, LabelledQuery, QueryMatrix, fit, split_groups
@@ -358,6 +362,7 @@ class Memory:
         enrich: bool = True,
         jobs: Sequence[Job] = (),
         claim: JobClaim | None = None,
+        annotate: Callable[[Sequence[MemoryItem]], dict[str, builtins.list[AliasRow]]] | None = None,
     ) -> None:
         if not items:
             return
@@ -365,6 +370,10 @@ class Memory:
         texts = [index_text(it) for it in items]
         vectors = self._embed(texts)
         aliases = self._enrich(items, vectors) if enrich else None
+        if annotate is not None:  # facts the caller knows beyond enrichment (an observation's tagged entities)
+            for user, rows in annotate(items).items():
+                aliases = aliases if aliases is not None else {}
+                aliases.setdefault(user, []).extend(rows)
         if self._store.embedder_identity() is None:
             self._store.set_embedder_identity(self._embedder.identity, self._embedder.dim)
         self._store.insert(items, texts, vectors, event=event, aliases=aliases, jobs=jobs, claim=claim)
@@ -536,6 +545,61 @@ class Memory:
                 h.memory.access_count += 1
                 h.memory.last_accessed = now
         return hits
+
+    def ask(
+        self,
+        question: str,
+        *,
+        user_id: str,
+        top_k: int = 10,
+        now: datetime | str | None = None,
+        token_budget: int = 2000,
+    ) -> Answer:
+        """Answer ``question`` from this user's memories: a structured query (count, exists, list, first/last,
+        order, time range) when the question is one, else semantic search; with an LLM configured, also a
+        generated answer whose claims cite memory ids (checked). ``now`` anchors relative times ("on Monday").
+        """
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        question = check_text(question, max_chars=self.limits.text_chars, what="question")
+        check_int(top_k, what="top_k", low=1, high=self.limits.top_k)
+        check_int(token_budget, what="token_budget", low=1, high=1_000_000)
+        at = utcnow() if now is None else check_time(now, what="now", limits=self.limits)
+        asker = Asker(self._store, lambda q, k: self.search(q, user_id=user_id, top_k=k), fence, self._extraction.chat)
+        return asker.ask(question, user_id, top_k=top_k, now=at, token_budget=token_budget)
+
+    def context(self, query: str, *, user_id: str, token_budget: int = 1000, top_k: int = 30) -> Context:
+        """The memories that answer ``query``, fenced as quoted data for an LLM prompt within ``token_budget``
+        (estimated) tokens: current facts first, then supporting turns, each with its date and speaker.
+        """
+        check_int(token_budget, what="token_budget", low=1, high=1_000_000)
+        hits = self.search(query, user_id=user_id, top_k=top_k)
+        return assemble(hits, token_budget=token_budget, fence=fence)
+
+    def observe(
+        self,
+        observations: Observation | Mapping[str, Any] | Sequence[Observation | Mapping[str, Any]],
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> AddResult:
+        """Store grounded observations (captions with ``[label:Type]`` tags, a time window, a media reference) as
+        memories of role ``observation``, their tags as typed entities; all or none. Already stored ones are
+        listed in ``duplicates``.
+        """
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        session_id = optional_id(session_id, max_chars=self.limits.id_chars, what="session_id")
+        agent_id = optional_id(agent_id, max_chars=self.limits.id_chars, what="agent_id")
+        batch = check_observations(observations, self.limits)
+        known = {r.alias: r.target for r in self._store.entity_aliases(user_id)}
+        prepared = prepare(batch, user_id=user_id, session_id=session_id, agent_id=agent_id, known=known)
+        stored = self._store.find_hashes(user_id, [it.content_hash for it in prepared.items])
+        fresh = [it for it in prepared.items if it.content_hash not in stored]
+        self._insert(fresh, annotate=prepared.annotate)
+        return AddResult(
+            items=[stored.get(it.content_hash, it) for it in prepared.items],
+            duplicates=[stored[it.content_hash].id for it in prepared.items if it.content_hash in stored],
+        )
 
     def feedback(self, hit: Hit | str, *, useful: bool, query: str | None = None, user_id: str | None = None) -> None:
         """Record whether a returned memory was useful for its query; ``memlane tune`` learns weights from this.

@@ -107,3 +107,21 @@ def test_every_command_is_documented_in_the_readme() -> None:
     commands = [c.name or c.callback.__name__ for c in app.registered_commands]  # type: ignore[union-attr]
     for name in [*commands, "bench locomo"]:
         assert f"memlane {name}" in readme, f"README does not document `memlane {name}`"
+
+
+def test_observe_then_ask_with_explain(env, tmp_path: Path) -> None:
+    frames = tmp_path / "frames.jsonl"
+    lines = [
+        {"caption": "[person_1:Person] feeds the [cat_1:Animal]", "timestamp": "2026-03-02T18:00:00Z",
+         "media": "f/1.jpg", "names": {"person_1": "Dana", "cat_1": "Miso"}},
+        {"caption": "[person_1:Person] feeds the [cat_1:Animal]", "timestamp": "2026-03-03T18:00:00Z", "media": "f/2.jpg"},
+    ]  # fmt: skip
+    frames.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    assert "stored 2 observation(s)" in run(env, "observe", str(frames), "--user", "home").stdout
+    assert "0 observation(s), 2 already stored" in run(env, "observe", str(frames), "--user", "home").stdout
+    shown = run(env, "ask", "How many times did Dana feed Miso?", "--user", "home", "--explain").stdout
+    assert "answer: 2" in shown and "sql: SELECT" in shown and "route: structured" in shown
+    data = json.loads(run(env, "ask", "Did Dana feed Miso?", "--user", "home", "--json").stdout)
+    assert data["route"] == "structured" and data["answer"] == "yes" and data["structured"]["statements"]
+    bad = run(env, "observe", str(tmp_path / "missing.jsonl"), "--user", "home", ok=False)
+    assert bad.exit_code == 2

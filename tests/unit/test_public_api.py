@@ -8,10 +8,10 @@ import sys
 import memlane
 
 EXPECTED = {
-    "AddResult", "ArchivedMemory", "Config", "ConfigError", "CorruptStoreError", "Embedder", "EmbedderMismatchError",
+    "AddResult", "Answer", "ArchivedMemory", "Config", "ConfigError", "Context", "CorruptStoreError", "Embedder", "EmbedderMismatchError",
     "EmbeddingError", "Filters", "HistoryEntry", "HistoryEvent", "Hit", "ImportFormatError", "Job", "JobState", "JobTimeoutError", "MemlaneError",
     "Memory", "MemoryItem", "MemoryKind", "Message", "MissingDependencyError", "MissingScopeError",
-    "NotFoundError", "RetrievalError", "RetrievalPreset", "SchemaError", "ScoreBreakdown", "SourceRef", "Stats", "StoreError",
+    "NotFoundError", "Observation", "RetrievalError", "RetrievalPreset", "SchemaError", "ScoreBreakdown", "SourceRef", "Stats", "StoreError",
     "SurvivalWeights", "UnknownFilterError", "ValidationError", "__version__",
 }  # fmt: skip
 

@@ -35,6 +35,7 @@ class Turn:
     text: str
     timestamp: datetime
     caption: str | None = None
+    media: str | None = None
 
     @property
     def content(self) -> str:
@@ -100,6 +101,14 @@ def normalise_evidence(raw: list[Any], known: set[str]) -> tuple[list[str], int,
     return out, repaired, dropped
 
 
+def _media(urls: Any) -> str | None:
+    """The first image URL of a turn (inline ``data:`` images are no reference and are left out)."""
+    for url in urls or []:
+        if isinstance(url, str) and url.startswith(("http://", "https://")) and len(url) <= 2048:
+            return url
+    return None
+
+
 def _conversation(sample: dict[str, Any], dataset: LocomoDataset) -> LocomoConversation:
     conv_id = str(sample["sample_id"])
     body = sample["conversation"]
@@ -116,6 +125,7 @@ def _conversation(sample: dict[str, Any], dataset: LocomoDataset) -> LocomoConve
                     text=str(raw["text"]),
                     timestamp=when,
                     caption=raw.get("blip_caption") or None,
+                    media=_media(raw.get("img_url")),
                 )
             )
     known = {t.dia_id for t in turns}

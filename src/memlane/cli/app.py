@@ -252,6 +252,65 @@ def search(
 
 
 @app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    user: UserOpt,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="How many evidence hits.")] = 5,
+    now: Annotated[str | None, typer.Option("--now", help="ISO time that relative dates count from.")] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Show the route, the query, its SQL and result.")] = False,
+    db: DbOpt = None,
+    embedder: EmbedderOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer a question: a structured query (count, exists, list, first/last, order, range) or search."""
+    with open_memory(db, embedder) as memory:
+        try:
+            answer = memory.ask(question, user_id=user, top_k=top_k, now=now)
+        except MemlaneError as exc:
+            fail(str(exc))
+    if as_json:
+        dump(answer.model_dump(mode="json"))
+        return
+    out.print(f"answer: {show(answer.answer or '(nothing found)')}", highlight=False)
+    if explain:
+        for line in answer.explain():
+            out.print(show(line), highlight=False)
+    evidence = answer.structured.memories if answer.structured else []
+    for item in evidence[:top_k]:
+        when = (item.event_time or item.timestamp).strftime("%Y-%m-%d %H:%M")
+        out.print(f"  [dim]{when}[/] {show(item.text[:100])}  [dim]{show(item.id)}[/]", highlight=False)
+    if answer.hits and (explain or not evidence):
+        out.print(_hits_table(answer.hits, explain))
+
+
+@app.command()
+def observe(
+    source: Annotated[str, typer.Argument(help="JSONL file of observations ('-' for stdin).")],
+    user: UserOpt,
+    session: Annotated[str | None, typer.Option("--session", help="Session id (default: each one's stream).")] = None,
+    db: DbOpt = None,
+    embedder: EmbedderOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Store grounded observations: captions with [label:Type] tags, timestamps and media references."""
+    from memlane.observe import parse_observations
+
+    try:
+        batch = parse_observations(_read_source(source))
+    except MemlaneError as exc:
+        fail(str(exc))
+    with open_memory(db, embedder) as memory:
+        try:
+            result = memory.observe(batch, user_id=user, session_id=session)
+        except MemlaneError as exc:
+            fail(str(exc))
+    if as_json:
+        dump(result.model_dump(mode="json"))
+    else:
+        out.print(f"stored {len(result.added)} observation(s), {len(result.duplicates)} already stored")
+
+
+@app.command()
 def get(
     memory_id: Annotated[str, typer.Argument(help="Memory id.")],
     user: UserOpt,

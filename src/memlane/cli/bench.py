@@ -113,6 +113,32 @@ def bench_locomo(
         err.print(f"wrote {json_out}")
 
 
+@bench_app.command("ask")
+def bench_ask(
+    locomo: Annotated[
+        Path | None, typer.Option("--locomo", help="Also run the structured layer on this LoCoMo file.")
+    ] = None,
+    split: Annotated[str, typer.Option("--split", help="LoCoMo conversations: all, tune or holdout.")] = "all",
+    embedder: EmbedderOpt = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write the results (without LoCoMo's text) to this JSON file.")
+    ] = None,
+) -> None:
+    """ask() on the household scenario (accuracy per question kind), and the LoCoMo questions it claims."""
+    from memlane.bench.ask import render, run_ask_bench, saved_json
+
+    try:
+        report = run_ask_bench(embedder=embedder, locomo=locomo, split=split)
+    except MemlaneError as exc:
+        _fail(str(exc))
+    report.command = _command("ask")
+    out.print(render(report), highlight=False, markup=False)
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(saved_json(report) + "\n", encoding="utf-8")
+        err.print(f"wrote {json_out}")
+
+
 @bench_app.command("extraction")
 def bench_extraction(
     samples: Annotated[

@@ -24,6 +24,7 @@ from memlane.models import (
 )
 from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.records import CandidateFacts, Contradiction, Feedback, Position, ScoredIds
+from memlane.structured.query import EntityRows, EntitySelect, MemoryRows, MemorySelect
 
 
 @runtime_checkable
@@ -234,6 +235,19 @@ class EntityIndex(Protocol):
 
 
 @runtime_checkable
+class StructuredIndex(Protocol):
+    """The primitives of structured questions (``memlane.structured``): typed selections compiled to bound SQL."""
+
+    def select_memories(self, user_id: str, select: MemorySelect) -> MemoryRows:
+        """The memories of this user matching ``select.match``, in time order, with the statement that was run."""
+        ...
+
+    def select_entities(self, user_id: str, select: EntitySelect) -> EntityRows:
+        """The entities this user's matching memories involve, most involved first, with the statement run."""
+        ...
+
+
+@runtime_checkable
 class ValidityIndex(Protocol):
     """Which messages stated a claim that a later memory superseded (written in the supersession's transaction)."""
 
@@ -388,6 +402,7 @@ class Store(
     VectorStore,
     CandidateIndex,
     EntityIndex,
+    StructuredIndex,
     ValidityIndex,
     FeedbackLog,
     HistoryLog,

@@ -13,6 +13,7 @@ from memlane.store.sqlite.feedback import SQLiteFeedback
 from memlane.store.sqlite.history import SQLiteHistory
 from memlane.store.sqlite.queue import SQLiteJobQueue
 from memlane.store.sqlite.reads import SQLiteReads
+from memlane.store.sqlite.structured import SQLiteStructuredIndex
 from memlane.store.sqlite.text import SQLiteTextIndex, enable_secure_delete
 from memlane.store.sqlite.validity import SQLiteValidity
 from memlane.store.sqlite.vector_index import SQLiteVectorIndex
@@ -26,6 +27,7 @@ class SQLiteStore(
     SQLiteVectorIndex,
     SQLiteCandidateIndex,
     SQLiteEntityIndex,
+    SQLiteStructuredIndex,
     SQLiteValidity,
     SQLiteFeedback,
     SQLiteHistory,
