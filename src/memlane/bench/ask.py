@@ -288,15 +288,18 @@ def run_ask_bench(*, embedder: str | None = None, locomo: Path | None = None, sp
     return report
 
 
+_SHAPE_ONLY = re.compile(r"\d+|yes|no|\d{4}-\d{2}-\d{2}")
+
+
 def saved_json(report: AskReport) -> str:
-    """The report as JSON to keep in the repository: LoCoMo's questions, answers and turn texts left out (its
-    licence); counts, yes/no, dates and entity names stay.
+    """The report as JSON to keep in the repository: LoCoMo's questions, answers, turn texts and the names drawn
+    from them left out (its licence); only answers that are a count, yes/no or a date stay.
     """
     kept = report.model_copy(
         update={
             "locomo_claimed": [
                 c.model_copy(update={"question": "", "gold": "", "got": "(LoCoMo text not kept)"})
-                if "range" in c.rule or len(c.got) > 120
+                if not _SHAPE_ONLY.fullmatch(c.got.strip().lower())
                 else c.model_copy(update={"question": "", "gold": ""})
                 for c in report.locomo_claimed
             ]
