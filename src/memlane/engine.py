@@ -33,6 +33,7 @@ from memlane.errors import (
     ValidationError,
 )
 from memlane.extraction.factory import make_extraction
+from memlane.graph.relations import relations_by_user
 from memlane.lifecycle.distill import EXTRACT_JOB, Distiller, typed_hash
 from memlane.lifecycle.locks import Leases
 from memlane.llm.usage import UsageCounter
@@ -358,9 +359,12 @@ class Memory:
         texts = [index_text(it) for it in items]
         vectors = self._embed(texts)
         aliases = self._enrich(items, vectors) if enrich else None
+        relations = relations_by_user(items, aliases, self._store) if aliases is not None else None
         if self._store.embedder_identity() is None:
             self._store.set_embedder_identity(self._embedder.identity, self._embedder.dim)
-        self._store.insert(items, texts, vectors, event=event, aliases=aliases, jobs=jobs, claim=claim)
+        self._store.insert(
+            items, texts, vectors, event=event, aliases=aliases, jobs=jobs, claim=claim, relations=relations
+        )
 
     # -- background jobs ---------------------------------------------------------------------------
     def _handle_job(self, job: Job) -> None:
