@@ -22,7 +22,7 @@ from memlane.config import Config, RetrievalPreset, save_preset
 from memlane.embedding import Embedder, make_embedder
 from memlane.embedding.base import Vectors
 from memlane.enrich.aliases import EntityResolver
-from memlane.enrich.entities import AliasRow
+from memlane.enrich.entities import AliasRow, canonical
 from memlane.enrich.pipeline import Enricher
 from memlane.errors import (
     EmbedderMismatchError,
@@ -33,7 +33,9 @@ from memlane.errors import (
     ValidationError,
 )
 from memlane.extraction.factory import make_extraction
+from memlane.graph.neighbourhood import Neighbourhood, neighbourhood, resolve_entity
 from memlane.graph.relations import relations_by_user
+from memlane.graph.types import RelationEdge
 from memlane.lifecycle.distill import EXTRACT_JOB, Distiller, typed_hash
 from memlane.lifecycle.locks import Leases
 from memlane.llm.usage import UsageCounter
@@ -704,6 +706,49 @@ class Memory:
         """Remove every memory and all history of one user; returns how many memories went."""
         user_id = require_scope(user_id, max_chars=self.limits.id_chars)
         return self._store.delete_user(user_id)
+
+    # -- knowledge graph (memlane.graph) -----------------------------------------------------------
+    def graph(self, entity: str, *, user_id: str, limit: int = 10) -> Neighbourhood:
+        """The neighbourhood of an entity (a name or alias such as "Mel" or "my sister"): its node, relations,
+        the entities mentioned with it and its latest ``limit`` memories. ``NotFoundError`` when unknown.
+        """
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        entity = check_text(entity, max_chars=self.limits.id_chars, what="entity")
+        check_int(limit, what="limit", low=1, high=self.limits.top_k)
+        return neighbourhood(self._store, user_id, entity, limit=limit)
+
+    def relations(
+        self, *, user_id: str, entity: str | None = None, current_only: bool = False
+    ) -> builtins.list[RelationEdge]:
+        """The typed relations of this user's graph (those of one entity when given), each with its source memories
+        and validity window; ``current_only`` leaves out relations a later one closed.
+        """
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        check_bool(current_only, what="current_only")
+        names = [] if entity is None else [resolve_entity(self._store, user_id, entity)]
+        return self._store.relations(user_id, names, current_only=current_only)
+
+    def merge_entities(self, source: str, target: str, *, user_id: str) -> int:
+        """Make ``source`` the same entity as ``target`` (its mentions, aliases and relations move; its name
+        becomes an alias). Returns how many memories now name ``target`` instead.
+        """
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        a = resolve_entity(self._store, user_id, check_text(source, max_chars=self.limits.id_chars, what="source"))
+        b = resolve_entity(self._store, user_id, check_text(target, max_chars=self.limits.id_chars, what="target"))
+        with self._lifecycle:
+            return self._store.merge_entities(user_id, a, b)
+
+    def split_entity(self, entity: str, new_name: str, *, user_id: str, memory_ids: Sequence[str]) -> int:
+        """Split the memories in ``memory_ids`` off ``entity`` into a new entity ``new_name`` of the same type (two
+        people who shared a name); relations read only from those memories follow. Returns how many moved.
+        """
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        name = resolve_entity(self._store, user_id, check_text(entity, max_chars=self.limits.id_chars, what="entity"))
+        new = canonical(check_text(new_name, max_chars=self.limits.id_chars, what="new_name"))
+        if isinstance(memory_ids, str) or not all(isinstance(i, str) for i in memory_ids):
+            raise ValidationError("memory_ids must be a list of memory id strings")
+        with self._lifecycle:
+            return self._store.split_entity(user_id, name, new, list(memory_ids))
 
     # -- export / import ---------------------------------------------------------------------------
     def export(self, dest: str | Path | IO[str], *, user_id: str | None = None) -> int:

@@ -8,6 +8,7 @@ from typing import Final
 
 from memlane.enrich.aliases import _A_KIN_NAMED, _NAME_THEN_KIN, _NAMED_KIN, USER, EntityResolver
 from memlane.enrich.entities import _ANIMALS, _KIN, _NOT_NAMES, AliasRow, canonical
+from memlane.extraction.rules.base import HYPOTHETICAL
 from memlane.graph.types import RelationClaim
 from memlane.models import MemoryItem, MemoryKind
 from memlane.store.base import EntityIndex
@@ -27,7 +28,7 @@ _SUBJECT = (
     r"[A-Z][a-z][\w'’-]*))"
 )
 _ADVERB = r"(?:\s+(?:really|just|recently|finally|also|still|absolutely|totally|now|both|all))*"
-_NAME = r"(?P<obj>(?:the\s+)?[A-Z][\w'’&.-]*(?:\s+(?:of\s+|&\s+)?[A-Z][\w'’&.-]*){0,4})"
+_NAME = r"(?P<obj>(?:the\s+)?[A-Z][\w'’&.-]*(?:\s+(?:of\s+|&\s+)?(?!I\b|I['’])[A-Z][\w'’&.-]*){0,4})"
 _WORKS: Final = re.compile(
     rf"{_SUBJECT}{_ADVERB}\s+(?:work(?:s|ed)?|(?:am|is|are|was|'m|'s)\s+working|started\s+working|got\s+a\s+job|"
     rf"(?:have|has)\s+a\s+job|interns?|(?:am|is|was|'m)\s+interning)\s+(?:at|for)\s+{_NAME}"
@@ -37,9 +38,9 @@ _LIVES: Final = re.compile(
     rf"relocated)\s+(?:in|to)\s+{_NAME}"
 )
 _LIKES: Final = re.compile(
-    rf"{_SUBJECT}{_ADVERB}\s+(?:love|loves|loved|like|likes|liked|enjoy|enjoys|enjoyed|adore|adores|"
-    r"(?:am|is|are|'m|'s|'re)\s+(?:really\s+)?(?:into|passionate about|obsessed with|a big fan of|a fan of))\s+"
-    r"(?P<obj>[a-z][^,;.!?]{1,60})",
+    rf"{_SUBJECT}(?:{_ADVERB}\s+(?:love|loves|loved|like|likes|liked|enjoy|enjoys|enjoyed|adore|adores)|"
+    rf"(?:\s+(?:am|is|are)|['’](?:m|s|re)){_ADVERB}\s+(?:into|passionate about|obsessed with|a big fan of|a fan of))"
+    r"\s+(?P<obj>[a-z][^,;.!?]{1,60})",
 )
 _NEGATED: Final = re.compile(r"\b(?:not|n't|never|no longer|any ?more)\b", re.I)
 _OBJECT_CUT: Final = re.compile(
@@ -100,7 +101,7 @@ class RelationReader:
         me = canonical(item.speaker) if item.speaker else USER_NODE
         out: dict[tuple[str, str, str], RelationClaim] = {}
         for sentence in re.split(r"(?<=[.!?])\s+|\n+", item.text):
-            if not sentence or sentence.rstrip().endswith("?") or re.search(r"\b(?:if|would|wish)\b", sentence):
+            if not sentence or sentence.rstrip().endswith("?") or HYPOTHETICAL.search(sentence):
                 continue
             for claim in self._sentence(sentence, me, item):
                 if claim.subject and claim.object and claim.subject != claim.object:

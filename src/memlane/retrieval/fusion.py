@@ -195,9 +195,10 @@ BLEND = FusionSpec(
 )
 RRF = FusionSpec("rrf", {"dense": 1.0, "lexical": 1.0}, rrf_k=60, tie_breaker="recency")
 CONVEX = FusionSpec("weighted", {"dense": 0.7, "lexical": 0.3}, tie_breaker="recency")
-_EXTRA: dict[str, Normalizer] = dict.fromkeys(
-    ("context", "entity", "temporal", "category", "intent", "recency", "importance"), "identity"
-)
+_EXTRA: dict[str, Normalizer] = {
+    **dict.fromkeys(("context", "entity", "temporal", "category", "intent", "recency", "importance"), "identity"),
+    "graph": "max",  # PageRank masses: the best linked memory scores 1
+}
 # memlane's multi-dimensional default: content (dense + BM25) plus the turns around a memory, the people the query
 # names and its time constraint. Weights chosen on the tuning conversations of LoCoMo (docs/benchmarks.md).
 MULTI_DIM = FusionSpec(

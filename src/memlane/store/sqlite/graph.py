@@ -289,8 +289,9 @@ class SQLiteGraph:
 def _require_entity(c: sqlite3.Connection, user_id: str, name: str) -> None:
     found = c.execute(
         "SELECT 1 FROM entities WHERE user_id = ? AND alias = ? UNION ALL "
-        "SELECT 1 FROM memory_entities WHERE user_id = ? AND entity = ? LIMIT 1",
-        (user_id, name, user_id, name),
+        "SELECT 1 FROM memory_entities WHERE user_id = ? AND entity = ? UNION ALL "
+        "SELECT 1 FROM relations WHERE user_id = ? AND (subject = ? OR object = ?) LIMIT 1",
+        (user_id, name, user_id, name, user_id, name, name),
     ).fetchone()
     if found is None:
         raise NotFoundError(f"user {user_id!r} has no entity {name!r}")
