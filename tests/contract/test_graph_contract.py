@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
-from memlane import Memory, NotFoundError, ValidationError
+from memlane import Config, Memory, NotFoundError, ValidationError
 from memlane.config import PRESETS
+from memlane.embedding.fake import HashEmbedder
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -155,3 +157,20 @@ def test_the_graph_dimension_reaches_two_hops_and_says_how(memory: Memory) -> No
         assert "via 'ollie'" in graph_hits["Yesterday Ollie built a Lego ship."].triggers["graph"]
     finally:
         del PRESETS["multi-graph-test"]
+
+
+def test_extracted_claims_become_relations_sourced_by_the_typed_memory(tmp_path: Path) -> None:
+    config = Config(data_dir=tmp_path / "home", embedder="hash", infer=True)
+    with Memory(":memory:", embedder=HashEmbedder(), config=config) as memory:
+        result = memory.add(
+            [turn("My husband is called David."), turn("My therapist Dr. Okafor is great.")], user_id="u"
+        )
+        typed = {m.text: m.id for m in result.memories}
+        edges = {(r.subject, r.predicate, r.object): r for r in memory.relations(user_id="u")}
+        assert set(edges) == {("david", "spouse_of", "melanie"), ("dr okafor", "therapist_of", "melanie")}
+        assert typed["David is Melanie's husband."] in edges[("david", "spouse_of", "melanie")].sources
+        # the turn and the typed memory both state it; deleting the turn removes the typed memory and the edge
+        memory.delete(result.items[0].id, user_id="u")
+        assert ("david", "spouse_of", "melanie") not in {
+            (r.subject, r.predicate, r.object) for r in memory.relations(user_id="u")
+        }

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
 from memlane.enrich.aliases import _A_KIN_NAMED, _NAME_THEN_KIN, _NAMED_KIN, USER, EntityResolver
-from memlane.enrich.entities import _ANIMALS, _KIN, _NOT_NAMES, AliasRow, canonical
+from memlane.enrich.entities import _ANIMALS, _HONORIFICS, _KIN, _NOT_NAMES, AliasRow, canonical
 from memlane.extraction.rules.base import HYPOTHETICAL
 from memlane.graph.types import RelationClaim
 from memlane.models import MemoryItem, MemoryKind
@@ -112,7 +112,7 @@ class RelationReader:
         for pattern in (_NAMED_KIN, _A_KIN_NAMED, _NAME_THEN_KIN):
             for m in pattern.finditer(text):
                 name = canonical(m.group("name"))
-                if not name or name in _NOT_NAMES:
+                if not name or name in _NOT_NAMES or name in _HONORIFICS:  # "my therapist Dr. Okafor": "Dr"
                     continue
                 yield _kin_claim(me, m.group("kin"), self._resolver.resolve(name), item)
         negated = _NEGATED.search(text) is not None
@@ -164,9 +164,6 @@ def read_relations(items: Sequence[MemoryItem], resolver: EntityResolver) -> lis
     return [claim for item in items for claim in reader.read(item)]
 
 
-__all__ = ["USER", "USER_NODE", "RelationReader", "kin_predicate", "read_relations", "relations_by_user"]
-
-
 def relations_by_user(
     items: Sequence[MemoryItem], aliases: Mapping[str, Sequence[AliasRow]], store: EntityIndex
 ) -> dict[str, list[RelationClaim]]:
@@ -183,3 +180,58 @@ def relations_by_user(
         if claims:
             out[user_id] = claims
     return out
+
+
+# What an extracted claim's attribute names, as a relation ("residence" -> lives_in); kin words and "pet <name>"
+# are read by ``kin_predicate``.
+_ATTRIBUTES: Final[Mapping[str, tuple[str, str]]] = {
+    **dict.fromkeys(
+        ("residence", "home", "city", "lives in", "lives_in", "location", "hometown", "home town"),
+        ("lives_in", "place"),
+    ),
+    **dict.fromkeys(
+        ("employer", "workplace", "company", "works at", "works_at", "job at", "work"), ("works_at", "organisation")
+    ),
+    **dict.fromkeys(("likes", "favourite", "favorite", "hobby", "loves", "enjoys"), ("likes", "object")),
+}
+_KIN_WORD: Final = re.compile(rf"(?:{_KIN})")
+
+
+def relations_from_claims(items: Sequence[MemoryItem]) -> dict[str, list[RelationClaim]]:
+    """Relations stated by typed memories' structured claims (``subject``/``attribute``/``value`` metadata, as the
+    offline rules and an LLM extractor give them), each with the typed memory as its source, by user.
+    """
+    out: dict[str, list[RelationClaim]] = {}
+    for item in items:
+        subject, attribute, value = (item.metadata.get(k) for k in ("subject", "attribute", "value"))
+        if not (isinstance(subject, str) and isinstance(attribute, str) and isinstance(value, str)):
+            continue
+        owner, attr, named = canonical(subject), canonical(attribute), canonical(value)
+        if owner in ("the user", ""):
+            owner = USER_NODE
+        if not owner or not named or owner == named:
+            continue
+        when = item.valid_from or item.event_time or item.timestamp
+        first = attr.split()[0] if attr else ""
+        if attr in _ATTRIBUTES:
+            predicate, kind = _ATTRIBUTES[attr]
+            claim = RelationClaim(owner, predicate, named, item.id, when, "person", kind)
+        elif first == "pet" and len(attr.split()) > 1:  # "pet rex" = "dog": the owner owns rex
+            claim = RelationClaim(owner, "owns", canonical(attr.split(maxsplit=1)[1]), item.id, when, "person", "other")
+        elif _KIN_WORD.fullmatch(attr) or (first and _KIN_WORD.fullmatch(first)):
+            claim = _kin_claim(owner, attr if _KIN_WORD.fullmatch(attr) else first, named, item)
+        else:
+            continue
+        out.setdefault(item.user_id, []).append(claim)
+    return out
+
+
+__all__ = [
+    "USER",
+    "USER_NODE",
+    "RelationReader",
+    "kin_predicate",
+    "read_relations",
+    "relations_by_user",
+    "relations_from_claims",
+]
