@@ -208,6 +208,15 @@ MULTI_DIM = FusionSpec(
     tie_breaker="recency",
     penalties={"validity": 0.9},
 )
+# ``multi`` with the graph dimension (personalised PageRank over shared entities and relations; retrieval/graph.py).
+# Not the default: on LoCoMo's tuning conversations it did not raise recall (docs/benchmarks.md).
+MULTI_GRAPH = FusionSpec(
+    "weighted",
+    {**MULTI_DIM.weights, "graph": 0.1},
+    normalizers=_EXTRA,
+    tie_breaker="recency",
+    penalties={"validity": 0.9},
+)
 # IMDMR's published weights, with its bonus for memories strong on several dimensions at once.
 IMDMR = FusionSpec(
     "weighted",
