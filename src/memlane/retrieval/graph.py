@@ -23,10 +23,10 @@ class GraphSettings:
     the graph alone may bring into the candidate pool.
     """
 
-    seeds: int = 10
+    seeds: int = 5
     entity_seed: float = 0.5
-    max_degree: int = 40
-    said_weight: float = 0.2
+    max_degree: int = 15
+    said_weight: float = 0.0
     restart: float = 0.5
     nominate: int = 20
 
