@@ -29,7 +29,7 @@ def personalised_pagerank(
     *,
     restart: float = 0.5,
     iterations: int = 50,
-    tolerance: float = 1e-9,
+    tolerance: float = 1e-7,
 ) -> Ranked[N]:
     """Personalised PageRank of every node of an undirected weighted graph, restarting at ``seeds``.
 
@@ -51,9 +51,10 @@ def personalised_pagerank(
         index.setdefault(n, len(index))
     size = len(index)
     kept = [(index[a], index[b], w) for a, b, w in edges if w > 0 and a != b]
-    src = np.array([a for a, b, _ in kept] + [b for a, b, _ in kept], dtype=np.int64)
-    dst = np.array([b for a, b, _ in kept] + [a for a, b, _ in kept], dtype=np.int64)
-    weight = np.array([w for *_, w in kept] * 2, dtype=np.float64)
+    pairs = np.array([(a, b) for a, b, _ in kept], dtype=np.int64).reshape(-1, 2)
+    src = np.concatenate([pairs[:, 0], pairs[:, 1]])
+    dst = np.concatenate([pairs[:, 1], pairs[:, 0]])
+    weight = np.tile(np.array([w for *_, w in kept], dtype=np.float64), 2)
     out = np.bincount(src, weights=weight, minlength=size)
     share = weight / out[src] if len(src) else weight
     dangling = out <= 0

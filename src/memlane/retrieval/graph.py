@@ -31,12 +31,56 @@ class GraphSettings:
     nominate: int = 20
 
 
+class GraphPaths:
+    """Explains, on demand, how the walk reached a memory (built only for the hits a search returns)."""
+
+    def __init__(
+        self,
+        edges: Sequence[tuple[Node, Node, float]] = (),
+        mass: Mapping[Node, float] | None = None,
+        seeds: Mapping[Node, float] | None = None,
+        named: Sequence[str] = (),
+    ) -> None:
+        self._edges, self._mass, self._seeds, self._named = edges, mass or {}, seeds or {}, set(named)
+        self._neighbours: dict[Node, list[tuple[Node, float]]] | None = None
+
+    def path(self, memory_id: str) -> str | None:
+        """In words: the entity through which most mass reached the memory, and where that came from."""
+        if self._neighbours is None:
+            self._neighbours = {}
+            for a, b, w in self._edges:
+                self._neighbours.setdefault(a, []).append((b, w))
+                self._neighbours.setdefault(b, []).append((a, w))
+        node: Node = ("m", memory_id)
+        via = self._best_in(node)
+        if via is None:
+            return None
+        origin = None if via[1] in self._named else self._best_in(via, exclude=node)
+        text = f"via {via[1]!r}" if via[0] == "e" else f"via memory {via[1][:8]}"
+        if via[1] in self._named:
+            text += " (named in the query)"
+        elif origin is not None and origin[0] == "m":
+            text += f" from memory {origin[1][:8]}, a {'seed' if origin in self._seeds else 'linked'} match"
+        elif origin is not None:
+            text += f" from {origin[1]!r}" + (" (named in the query)" if origin[1] in self._named else "")
+        return text
+
+    def _best_in(self, node: Node, exclude: Node | None = None) -> Node | None:
+        assert self._neighbours is not None
+        found = []
+        for n, w in self._neighbours.get(node, []):
+            degree = sum(x for _, x in self._neighbours.get(n, []))
+            if n != exclude and degree > 0:
+                found.append((self._mass.get(n, 0.0) * w / degree, n))
+        return max(found)[1] if found else None
+
+
 @dataclass(frozen=True)
 class GraphScores:
-    """Per memory: the PageRank mass that reached it over edges, and the path that brought most of it."""
+    """Per memory: the PageRank mass that reached it over edges; ``paths`` explains how."""
 
     scores: dict[str, float] = field(default_factory=dict)
-    paths: dict[str, str] = field(default_factory=dict)
+    paths: GraphPaths = field(default_factory=GraphPaths)
 
 
 class GraphDimension:
@@ -63,7 +107,7 @@ class GraphDimension:
             seeds[("e", e)] = seeds.get(("e", e), 0.0) + (1.0 - content_share) / len(entities)
         ranked = personalised_pagerank(edges, seeds, restart=cfg.restart)
         scores = {n[1]: v for n, v in ranked.received.items() if n[0] == "m" and v > 1e-9}
-        return GraphScores(scores, _paths(scores, edges, ranked.mass, seeds, set(entities)))
+        return GraphScores(scores, GraphPaths(edges, ranked.mass, seeds, entities))
 
 
 def _edges(graph: GraphSlice, cfg: GraphSettings) -> list[tuple[Node, Node, float]]:
@@ -78,45 +122,4 @@ def _edges(graph: GraphSlice, cfg: GraphSettings) -> list[tuple[Node, Node, floa
         out.append((("e", r.subject), ("e", r.object), 1.0))
         out.extend((("m", src), ("e", r.object), 1.0) for src in r.sources if r.object not in hubs)
         out.extend((("m", src), ("e", r.subject), 1.0) for src in r.sources if r.subject not in hubs)
-    return out
-
-
-def _paths(
-    scores: Mapping[str, float],
-    edges: Sequence[tuple[Node, Node, float]],
-    mass: Mapping[Node, float],
-    seeds: Mapping[Node, float],
-    named: set[str],
-) -> dict[str, str]:
-    """For each scored memory, in words: the entity through which most mass reached it, and where that came from."""
-    neighbours: dict[Node, list[tuple[Node, float]]] = {}
-    for a, b, w in edges:
-        neighbours.setdefault(a, []).append((b, w))
-        neighbours.setdefault(b, []).append((a, w))
-    degree = {n: sum(w for _, w in nb) for n, nb in neighbours.items()}
-
-    def best_in(node: Node, exclude: Node | None = None) -> Node | None:
-        found = [
-            (mass.get(n, 0.0) * w / degree[n], n) for n, w in neighbours.get(node, []) if n != exclude and degree[n]
-        ]
-        return max(found)[1] if found else None
-
-    out: dict[str, str] = {}
-    for mid in scores:
-        node: Node = ("m", mid)
-        via = best_in(node)
-        if via is None:
-            continue
-        if via[0] == "e":
-            text = f"via {via[1]!r}"
-            origin = None if via[1] in named else best_in(via, exclude=node)
-        else:
-            text, origin = "", via
-        if via[1] in named:
-            text += " (named in the query)"
-        elif origin is not None and origin[0] == "m":
-            text += f" from memory {origin[1][:8]}, a {'seed' if origin in seeds else 'linked'} match"
-        elif origin is not None:
-            text += f" from {origin[1]!r}" + (" (named in the query)" if origin[1] in named else "")
-        out[mid] = text.strip()
     return out

@@ -480,8 +480,9 @@ class Retriever:
         ]
         paths: GraphScores = getattr(self._last, "graph", GraphScores())
         for h in hits:
-            if "graph" in h.breakdown and h.memory.id in paths.paths:
-                h.triggers["graph"] = f"{plan.triggers.get('graph', 'graph')}: {paths.paths[h.memory.id]}"
+            why = paths.paths.path(h.memory.id) if "graph" in h.breakdown else None
+            if why:
+                h.triggers["graph"] = f"{plan.triggers.get('graph', 'graph')}: {why}"
         demoted = [h.memory.id for h in hits if "validity" in h.breakdown]
         if demoted:
             self._explain_validity(hits, self.stale(user_id, demoted, filters))
