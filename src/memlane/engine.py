@@ -38,6 +38,7 @@ from memlane.graph.relations import relations_by_user
 from memlane.graph.types import RelationEdge
 from memlane.lifecycle.distill import EXTRACT_JOB, Distiller, typed_hash
 from memlane.lifecycle.locks import Leases
+from memlane.lifecycle.routine_store import store_routines
 from memlane.llm.usage import UsageCounter
 from memlane.models import (
     AddResult,
@@ -749,6 +750,23 @@ class Memory:
             raise ValidationError("memory_ids must be a list of memory id strings")
         with self._lifecycle:
             return self._store.split_entity(user_id, name, new, list(memory_ids))
+
+    def routines(self, *, user_id: str, min_occurrences: int = 3) -> builtins.list[MemoryItem]:
+        """Detect recurring actions in this user's turns and store each as a memory of kind ``routine`` (its
+        sources the supporting turns, its confidence from how many days and how regular); a routine already
+        stored is updated when its evidence changed. Returns the user's current routines.
+        """
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        check_int(min_occurrences, what="min_occurrences", low=2, high=1_000_000)
+        with self._lifecycle:
+            return store_routines(
+                self._store,
+                user_id,
+                min_occurrences,
+                insert=lambda items: self._insert(items, HistoryEvent.EXTRACT),
+                embed=self._embed,
+                index_text=index_text,
+            )
 
     # -- export / import ---------------------------------------------------------------------------
     def export(self, dest: str | Path | IO[str], *, user_id: str | None = None) -> int:
