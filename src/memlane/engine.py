@@ -690,7 +690,10 @@ class Memory:
             new_text=new.text if text is not None else None,
             changes=changes,
         )
-        self._store.replace(new, body, vector, entry, aliases)
+        relations = None
+        if text is not None:  # the relations the old text stated go; the new text's are read
+            relations = relations_by_user([new], {user_id: aliases}, self._store).get(user_id, [])
+        self._store.replace(new, body, vector, entry, aliases, relations=relations)
         return new
 
     def delete(self, memory_id: str, *, user_id: str) -> builtins.list[str]:

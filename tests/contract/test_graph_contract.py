@@ -174,3 +174,13 @@ def test_extracted_claims_become_relations_sourced_by_the_typed_memory(tmp_path:
         assert ("david", "spouse_of", "melanie") not in {
             (r.subject, r.predicate, r.object) for r in memory.relations(user_id="u")
         }
+
+
+def test_updating_a_turn_replaces_the_relations_it_states(memory: Memory) -> None:
+    [item] = memory.add([turn("I work at Initech.")], user_id="u").items
+    memory.update(item.id, user_id="u", text="I work at Globex.")
+    assert triples(memory, "u") == {("melanie", "works_at", "globex")}
+    with pytest.raises(NotFoundError):
+        memory.graph("Initech", user_id="u")
+    memory.update(item.id, user_id="u", importance=0.9)  # no new text: the relations stay
+    assert triples(memory, "u") == {("melanie", "works_at", "globex")}

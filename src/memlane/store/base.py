@@ -107,8 +107,12 @@ class RecordWriter(Protocol):
         vector: Vectors | None,
         entry: HistoryEntry,
         aliases: Sequence[AliasRow] = (),
+        *,
+        relations: Sequence[RelationClaim] | None = None,
     ) -> None:
-        """Overwrite a memory (same id and user); a new ``index_text``/``vector`` re-indexes it."""
+        """Overwrite a memory (same id and user); a new ``index_text``/``vector`` re-indexes it. ``relations``
+        (when given) replace the graph relations this memory is a source of.
+        """
         ...
 
     def delete(self, user_id: str, memory_id: str, at: datetime) -> builtins.list[str]:

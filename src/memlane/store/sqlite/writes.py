@@ -186,12 +186,17 @@ class SQLiteWrites:
         vector: Vectors | None,
         entry: HistoryEntry,
         aliases: Sequence[AliasRow] = (),
+        *,
+        relations: Sequence[RelationClaim] | None = None,
     ) -> None:
         versions = None
         with self._db.atomic() as c:
             pk = row_key(c, item.user_id, item.id)
             update_fields(c, pk, item)
             write_aliases(c, item.user_id, aliases)
+            if relations is not None:
+                c.execute("DELETE FROM relation_sources WHERE pk = ?", (pk,))  # a relation left unsourced goes
+                write_relations(c, item.user_id, relations)
             if index_text is not None and vector is not None:
                 vec = np.ascontiguousarray(vector, dtype=np.float32).reshape(-1)
                 c.execute("UPDATE memories SET embed_hash = ? WHERE pk = ?", (embed_hash(index_text), pk))
