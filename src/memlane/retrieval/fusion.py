@@ -209,7 +209,7 @@ MULTI_DIM = FusionSpec(
     penalties={"validity": 0.9},
 )
 # ``multi`` with the graph dimension (personalised PageRank over shared entities and relations; retrieval/graph.py).
-# Not the default: on LoCoMo's tuning conversations it did not raise recall (docs/benchmarks.md).
+# Not the default: on LoCoMo it did not raise recall (docs/design.md, the knowledge graph as built).
 MULTI_GRAPH = FusionSpec(
     "weighted",
     {**MULTI_DIM.weights, "graph": 0.1},
