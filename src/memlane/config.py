@@ -11,7 +11,7 @@ from typing import Final
 
 from memlane.errors import ConfigError
 from memlane.lifecycle.survival import SurvivalWeights
-from memlane.retrieval.fusion import BLEND, CONVEX, IMDMR, MULTI_DIM, RRF, WEIGHTED, FusionSpec
+from memlane.retrieval.fusion import BLEND, CONVEX, IMDMR, MULTI_DIM, MULTI_GRAPH, RRF, WEIGHTED, FusionSpec
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,14 @@ PRESETS: Final[Mapping[str, RetrievalPreset]] = {
             description="dense + BM25, the turns around each memory, the people named, the time asked about",
             # A dialogue excerpt as the query: BM25 over its last turn at half weight, and the dense vector of the
             # whole averaged with its last turn's (chosen on the tune splits of the dialogue sets; docs/evaluation.md)
+            dialogue_lexical=0.5,
+            dialogue_last_turn=True,
+            dialogue_dense="both",
+        ),
+        RetrievalPreset(
+            "multi-graph",
+            MULTI_GRAPH,
+            description="multi plus the graph dimension: memories linked by shared entities and relations",
             dialogue_lexical=0.5,
             dialogue_last_turn=True,
             dialogue_dense="both",

@@ -27,7 +27,7 @@ from memlane.config import Config, RetrievalPreset, save_preset
 from memlane.embedding import Embedder, make_embedder
 from memlane.embedding.base import Vectors
 from memlane.enrich.aliases import EntityResolver
-from memlane.enrich.entities import AliasRow
+from memlane.enrich.entities import AliasRow, canonical
 from memlane.enrich.pipeline import Enricher
 from memlane.errors import (
     EmbedderMismatchError,
@@ -38,8 +38,12 @@ from memlane.errors import (
     ValidationError,
 )
 from memlane.extraction.factory import make_extraction
+from memlane.graph.neighbourhood import Neighbourhood, neighbourhood, resolve_entity
+from memlane.graph.relations import relations_by_user
+from memlane.graph.types import RelationEdge
 from memlane.lifecycle.distill import EXTRACT_JOB, Distiller, typed_hash
 from memlane.lifecycle.locks import Leases
+from memlane.lifecycle.routine_store import store_routines
 from memlane.llm.usage import UsageCounter
 from memlane.models import (
     AddResult,
@@ -374,9 +378,12 @@ class Memory:
             for user, rows in annotate(items).items():
                 aliases = aliases if aliases is not None else {}
                 aliases.setdefault(user, []).extend(rows)
+        relations = relations_by_user(items, aliases, self._store) if aliases is not None else None
         if self._store.embedder_identity() is None:
             self._store.set_embedder_identity(self._embedder.identity, self._embedder.dim)
-        self._store.insert(items, texts, vectors, event=event, aliases=aliases, jobs=jobs, claim=claim)
+        self._store.insert(
+            items, texts, vectors, event=event, aliases=aliases, jobs=jobs, claim=claim, relations=relations
+        )
 
     # -- background jobs ---------------------------------------------------------------------------
     def _hand_off(self, job: Job) -> tuple[str, str | None]:
@@ -783,7 +790,10 @@ class Memory:
             new_text=new.text if text is not None else None,
             changes=changes,
         )
-        self._store.replace(new, body, vector, entry, aliases)
+        relations = None
+        if text is not None:  # the relations the old text stated go; the new text's are read
+            relations = relations_by_user([new], {user_id: aliases}, self._store).get(user_id, [])
+        self._store.replace(new, body, vector, entry, aliases, relations=relations)
         return new
 
     def delete(self, memory_id: str, *, user_id: str) -> builtins.list[str]:
@@ -800,6 +810,66 @@ class Memory:
         """Remove every memory and all history of one user; returns how many memories went."""
         user_id = require_scope(user_id, max_chars=self.limits.id_chars)
         return self._store.delete_user(user_id)
+
+    # -- knowledge graph (memlane.graph) -----------------------------------------------------------
+    def graph(self, entity: str, *, user_id: str, limit: int = 10) -> Neighbourhood:
+        """The neighbourhood of an entity (a name or alias such as "Mel" or "my sister"): its node, relations,
+        the entities mentioned with it and its latest ``limit`` memories. ``NotFoundError`` when unknown.
+        """
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        entity = check_text(entity, max_chars=self.limits.id_chars, what="entity")
+        check_int(limit, what="limit", low=1, high=self.limits.top_k)
+        return neighbourhood(self._store, user_id, entity, limit=limit)
+
+    def relations(
+        self, *, user_id: str, entity: str | None = None, current_only: bool = False
+    ) -> builtins.list[RelationEdge]:
+        """The typed relations of this user's graph (those of one entity when given), each with its source memories
+        and validity window; ``current_only`` leaves out relations a later one closed.
+        """
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        check_bool(current_only, what="current_only")
+        names = [] if entity is None else [resolve_entity(self._store, user_id, entity)]
+        return self._store.relations(user_id, names, current_only=current_only)
+
+    def merge_entities(self, source: str, target: str, *, user_id: str) -> int:
+        """Make ``source`` the same entity as ``target`` (its mentions, aliases and relations move; its name
+        becomes an alias). Returns how many memories now name ``target`` instead.
+        """
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        a = resolve_entity(self._store, user_id, check_text(source, max_chars=self.limits.id_chars, what="source"))
+        b = resolve_entity(self._store, user_id, check_text(target, max_chars=self.limits.id_chars, what="target"))
+        with self._lifecycle:
+            return self._store.merge_entities(user_id, a, b)
+
+    def split_entity(self, entity: str, new_name: str, *, user_id: str, memory_ids: Sequence[str]) -> int:
+        """Split the memories in ``memory_ids`` off ``entity`` into a new entity ``new_name`` of the same type (two
+        people who shared a name); relations read only from those memories follow. Returns how many moved.
+        """
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        name = resolve_entity(self._store, user_id, check_text(entity, max_chars=self.limits.id_chars, what="entity"))
+        new = canonical(check_text(new_name, max_chars=self.limits.id_chars, what="new_name"))
+        if isinstance(memory_ids, str) or not all(isinstance(i, str) for i in memory_ids):
+            raise ValidationError("memory_ids must be a list of memory id strings")
+        with self._lifecycle:
+            return self._store.split_entity(user_id, name, new, list(memory_ids))
+
+    def routines(self, *, user_id: str, min_occurrences: int = 3) -> builtins.list[MemoryItem]:
+        """Detect recurring actions in this user's turns and store each as a memory of kind ``routine`` (its
+        sources the supporting turns, its confidence from how many days and how regular); a routine already
+        stored is updated when its evidence changed. Returns the user's current routines.
+        """
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        check_int(min_occurrences, what="min_occurrences", low=2, high=1_000_000)
+        with self._lifecycle:
+            return store_routines(
+                self._store,
+                user_id,
+                min_occurrences,
+                insert=lambda items: self._insert(items, HistoryEvent.EXTRACT),
+                embed=self._embed,
+                index_text=index_text,
+            )
 
     # -- export / import ---------------------------------------------------------------------------
     def export(self, dest: str | Path | IO[str], *, user_id: str | None = None) -> int:

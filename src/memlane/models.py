@@ -68,6 +68,7 @@ class MemoryKind(enum.StrEnum):
     EVENT = "event"
     ENTITY = "entity"
     RELATION = "relation"
+    ROUTINE = "routine"  # a recurring action derived from dated turns (memlane.lifecycle.routines)
 
 
 class Message(BaseModel):

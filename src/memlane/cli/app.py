@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from memlane.cli.bench import bench_app
+from memlane.cli.graph import graph
 from memlane.cli.mcp import mcp_command
 from memlane.cli.output import OneLineErrors, dump, err, fail, out, show
 from memlane.cli.worker import worker_command
@@ -35,6 +36,7 @@ app = typer.Typer(
 app.add_typer(bench_app, name="bench")
 app.command(name="mcp")(mcp_command)
 app.command(name="worker")(worker_command)
+app.command(name="graph")(graph)
 
 DbOpt = Annotated[
     Path | None,

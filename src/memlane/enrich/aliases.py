@@ -44,6 +44,7 @@ _YOUR_NAMED_KIN: Final = re.compile(
 )
 _RELATIONAL: Final = re.compile(
     rf"(?P<owner>my|our|your|his|her|their|the user)\s+(?:(?:little|big|older|younger|baby|best)\s+)?(?P<kin>{_KIN})"
+    r"|(?P<the>the)\s+(?P<children>kids|children)"
 )
 #: The alias-table prefix of the user's own relations ("my sister"), whoever speaks of them.
 USER: Final = "my"
@@ -62,6 +63,8 @@ def relation_of(mention: str) -> Relation | None:
     match = _RELATIONAL.fullmatch(canonical(mention))
     if match is None:
         return None
+    if match.group("the"):  # "the kids": the speaker's
+        return Relation("our", canonical(match.group("children")))
     return Relation(match.group("owner"), canonical(match.group("kin")))
 
 

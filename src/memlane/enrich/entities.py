@@ -127,8 +127,10 @@ _TITLE = r"(?:(?:Mr|Mrs|Ms|Dr|Prof|St|Mt)\.\s+)"
 _CAP_RUN: Final = re.compile(rf"(?<![\w'’]){_TITLE}?{_CAP_WORD}(?:\s+(?:{_CONNECTOR}\s+){{0,2}}{_CAP_WORD})*")
 _SENTENCE_BREAK: Final = re.compile(r"(?:^|[.!?…:;\n\"“”(]\s*|[-–—]\s+)$")
 _MIXED_CASE: Final = re.compile(r"(?<![\w'’])[a-z]+[A-Z][\w\-]*")  # iPhone, eBay, macOS
+# "the kids" is the speaker's kids, as "my kids" is (one's own children are spoken of so most of the time)
 _KIN_MENTION: Final = re.compile(
-    rf"\b(?:my|our|his|her|their|your|the user['’]s)\s+(?:(?:little|big|older|younger|baby|best)\s+)?(?:{_KIN})\b",
+    rf"\b(?:(?:my|our|his|her|their|your|the user['’]s)\s+(?:(?:little|big|older|younger|baby|best)\s+)?(?:{_KIN})"
+    r"|the\s+(?:kids|children))\b",
     re.I,
 )
 _POSSESSIVE_KIN: Final = re.compile(

@@ -15,6 +15,7 @@ from memlane.embedding.base import Vectors
 from memlane.enrich.entities import AliasRow
 from memlane.extraction.base import Candidate, ExtractionFailure, Extractor
 from memlane.extraction.offline import RuleExtractor
+from memlane.graph.relations import relations_from_claims
 from memlane.lifecycle.consolidate import ATTRIBUTE, SUBJECT, VALUE, Action, Consolidator, Related, supersede
 from memlane.lifecycle.dedup import cosine, merge_into, merge_sources, normalised_hash
 from memlane.lifecycle.survival import SurvivalWeights, choose_evictions
@@ -160,6 +161,7 @@ class Distiller:
             changes=plan.notes,
             updates=updates,
             finish=finish,
+            relations=relations_from_claims(new),
         )
         merged = (item for item, event, _ in plan.changed.values() if event is HistoryEvent.MERGE)
         outcome.memories = [*new, *merged]

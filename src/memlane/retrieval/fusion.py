@@ -195,14 +195,24 @@ BLEND = FusionSpec(
 )
 RRF = FusionSpec("rrf", {"dense": 1.0, "lexical": 1.0}, rrf_k=60, tie_breaker="recency")
 CONVEX = FusionSpec("weighted", {"dense": 0.7, "lexical": 0.3}, tie_breaker="recency")
-_EXTRA: dict[str, Normalizer] = dict.fromkeys(
-    ("context", "entity", "temporal", "category", "intent", "recency", "importance"), "identity"
-)
+_EXTRA: dict[str, Normalizer] = {
+    **dict.fromkeys(("context", "entity", "temporal", "category", "intent", "recency", "importance"), "identity"),
+    "graph": "max",  # PageRank masses: the best linked memory scores 1
+}
 # memlane's multi-dimensional default: content (dense + BM25) plus the turns around a memory, the people the query
 # names and its time constraint. Weights chosen on the tuning conversations of LoCoMo (docs/benchmarks.md).
 MULTI_DIM = FusionSpec(
     "weighted",
     {"dense": 0.6, "lexical": 0.4, "context": 0.35, "session": 0.1, "entity": 0.25, "temporal": 0.2},
+    normalizers=_EXTRA,
+    tie_breaker="recency",
+    penalties={"validity": 0.9},
+)
+# ``multi`` with the graph dimension (personalised PageRank over shared entities and relations; retrieval/graph.py).
+# Not the default: on LoCoMo it did not raise recall (docs/design.md, the knowledge graph as built).
+MULTI_GRAPH = FusionSpec(
+    "weighted",
+    {**MULTI_DIM.weights, "graph": 0.1},
     normalizers=_EXTRA,
     tie_breaker="recency",
     penalties={"validity": 0.9},

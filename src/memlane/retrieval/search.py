@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -20,11 +21,20 @@ from memlane.enrich.temporal import TimeSpan
 from memlane.models import Filters, Hit, ScoreBreakdown
 from memlane.retrieval.context import context_scores, session_scores
 from memlane.retrieval.fusion import Fused, FusionSpec, fuse, normalize
+from memlane.retrieval.graph import GraphDimension, GraphScores
 from memlane.retrieval.query import QueryFeatures, analyse_query, resolve_relations
 from memlane.retrieval.rerank import RerankCandidate, Reranker
 from memlane.retrieval.shape import QueryShape, query_shape
 from memlane.retrieval.text import query_terms
-from memlane.store.base import CandidateIndex, EntityIndex, RecordReader, TextIndex, ValidityIndex, VectorIndex
+from memlane.store.base import (
+    CandidateIndex,
+    EntityIndex,
+    GraphIndex,
+    RecordReader,
+    TextIndex,
+    ValidityIndex,
+    VectorIndex,
+)
 from memlane.store.records import CandidateFacts, Contradiction
 
 CONTENT_DIMS = ("dense", "lexical")
@@ -127,6 +137,10 @@ class Planner:
                 weights["context"] = 0.0
         if "session" in weights:
             triggers["session"] = "how well the memory's session as a whole matches the query"
+        if "graph" in weights:
+            triggers["graph"] = (
+                "personalised PageRank from the best matches and the entities named, over shared entities"
+            )
         if "temporal" in weights:
             if features.time_range is not None:
                 span = features.time_range
@@ -226,7 +240,9 @@ def temporal_score(
     return 0.5 if wants_time and start is not None else 0.0
 
 
-class SearchStore(RecordReader, TextIndex, VectorIndex, CandidateIndex, EntityIndex, ValidityIndex, Protocol):
+class SearchStore(
+    RecordReader, TextIndex, VectorIndex, CandidateIndex, EntityIndex, ValidityIndex, GraphIndex, Protocol
+):
     """What the read path uses of a store."""
 
 
@@ -250,6 +266,8 @@ class Retriever:
         self._planner = Planner()
         self._reranker = reranker
         self._rerank_depth = rerank_depth
+        self._graph = GraphDimension(store)
+        self._last = threading.local()  # this thread's last graph paths, for the hits' explanations
 
     def plan(
         self, query: str, user_id: str, preset: RetrievalPreset, now: datetime, qvec: Vectors | None = None
@@ -321,6 +339,16 @@ class Retriever:
         pool = list(dict.fromkeys(k for s in signals.values() for k in s))
         returnable = set(pool)
         self._complete(signals, qvec, plan.terms, filters, user_id, pool)
+        linked = GraphScores()
+        if "graph" in dims and pool:  # memories linked to the best matches by shared entities join the pool
+            linked = self._graph.score(user_id, plan.entities, self._base(signals, plan.fusion))
+            extra = sorted((k for k in linked.scores if k not in returnable), key=lambda k: -linked.scores[k])
+            extra = extra[: self._graph.settings.nominate]
+            returnable |= self._store.matching(user_id, extra, filters)
+            pool = list(dict.fromkeys([*pool, *extra]))
+            self._complete(signals, qvec, plan.terms, filters, user_id, extra)
+            signals["graph"] = linked.scores
+        self._last.graph = linked
         facts: dict[str, CandidateFacts] = {}
         if dims & {"context", "session"} and pool:
             # The turns around the strongest candidates join the pool: a turn can be found by the turn that
@@ -450,6 +478,11 @@ class Retriever:
             for f in ranked
             if f.key in items
         ]
+        paths: GraphScores = getattr(self._last, "graph", GraphScores())
+        for h in hits:
+            why = paths.paths.path(h.memory.id) if "graph" in h.breakdown else None
+            if why:
+                h.triggers["graph"] = f"{plan.triggers.get('graph', 'graph')}: {why}"
         demoted = [h.memory.id for h in hits if "validity" in h.breakdown]
         if demoted:
             self._explain_validity(hits, self.stale(user_id, demoted, filters))

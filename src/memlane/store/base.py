@@ -12,6 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from memlane.embedding.base import Vectors
 from memlane.enrich.entities import AliasRow
+from memlane.graph.types import EntityNode, GraphSlice, RelationClaim, RelationEdge
 from memlane.models import (
     ArchivedMemory,
     Filters,
@@ -71,11 +72,12 @@ class RecordWriter(Protocol):
         jobs: Sequence[Job] = (),
         changes: Mapping[str, Mapping[str, Any]] | None = None,
         claim: JobClaim | None = None,
+        relations: Mapping[str, Sequence[RelationClaim]] | None = None,
     ) -> None:
         """Store items with their text-index bodies and vectors (and users' entity-table rows), all or nothing.
 
         ``jobs`` are enqueued in the same transaction (a running one leased under ``claim``); ``changes`` adds
-        details to each item's history record.
+        details to each item's history record; ``relations`` are each user's graph relations read from the items.
         """
         ...
 
@@ -92,6 +94,7 @@ class RecordWriter(Protocol):
         updates: Sequence[tuple[MemoryItem, HistoryEntry]] = (),
         finish: JobOutcome | None = None,
         claim: JobClaim | None = None,
+        relations: Mapping[str, Sequence[RelationClaim]] | None = None,
     ) -> None:
         """``insert`` plus changed items (fields only, no re-index) and a job's outcome, in one transaction;
         nothing at all when the job is fenced (``JobFencedError``).
@@ -105,8 +108,12 @@ class RecordWriter(Protocol):
         vector: Vectors | None,
         entry: HistoryEntry,
         aliases: Sequence[AliasRow] = (),
+        *,
+        relations: Sequence[RelationClaim] | None = None,
     ) -> None:
-        """Overwrite a memory (same id and user); a new ``index_text``/``vector`` re-indexes it."""
+        """Overwrite a memory (same id and user); a new ``index_text``/``vector`` re-indexes it. ``relations``
+        (when given) replace the graph relations this memory is a source of.
+        """
         ...
 
     def delete(self, user_id: str, memory_id: str, at: datetime) -> builtins.list[str]:
@@ -253,6 +260,50 @@ class ValidityIndex(Protocol):
 
     def contradicted(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Contradiction]:
         """The links of those of ``memory_ids`` whose claim was superseded (the earliest supersession each)."""
+        ...
+
+
+@runtime_checkable
+class GraphIndex(Protocol):
+    """A user's knowledge graph: entity nodes (the entity table), has-element edges (which entities each memory
+    involves), typed relation edges with their source memories and validity, and curation of entity identity.
+
+    Has-previous edges (succession within a session) are the memories' positions (``CandidateIndex.neighbours``).
+    Deleting memories removes the relations read only from them and the entities nothing involves any more.
+    """
+
+    def graph_slice(
+        self, user_id: str, memory_ids: Sequence[str], entities: Sequence[str], *, max_degree: int
+    ) -> GraphSlice:
+        """The has-element edges of ``memory_ids``; those of every memory involving one of their entities or of
+        ``entities``, for entities involved in at most ``max_degree`` memories; the current relations among them.
+        """
+        ...
+
+    def relations(
+        self, user_id: str, entities: Sequence[str] = (), *, current_only: bool = False
+    ) -> builtins.list[RelationEdge]:
+        """The relations whose subject or object is one of ``entities`` (every relation when none is given)."""
+        ...
+
+    def entity_nodes(self, user_id: str, names: Sequence[str]) -> builtins.list[EntityNode]:
+        """The nodes of these canonical names that this user's graph holds (unknown names are left out)."""
+        ...
+
+    def entity_memories(self, user_id: str, entity: str, limit: int) -> builtins.list[str]:
+        """Ids of the latest ``limit`` memories that involve ``entity``."""
+        ...
+
+    def merge_entities(self, user_id: str, source: str, target: str) -> int:
+        """Make ``source`` an alias of ``target``: its mentions, aliases and relations move; returns the memories
+        moved. ``NotFoundError`` when either is unknown.
+        """
+        ...
+
+    def split_entity(self, user_id: str, entity: str, new_name: str, memory_ids: Sequence[str]) -> int:
+        """Move the mentions of ``entity`` in ``memory_ids`` (and the relations read only from them) to a new entity
+        ``new_name`` of the same type; returns how many memories moved.
+        """
         ...
 
 
@@ -404,6 +455,7 @@ class Store(
     EntityIndex,
     StructuredIndex,
     ValidityIndex,
+    GraphIndex,
     FeedbackLog,
     HistoryLog,
     JobQueue,

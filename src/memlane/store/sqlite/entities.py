@@ -12,12 +12,18 @@ from memlane.store.sqlite.db import CHUNK, Database, marks
 
 
 def write_entities(c: sqlite3.Connection, pk: int, item: MemoryItem) -> None:
-    """Replace the entity rows of one memory."""
-    c.execute("DELETE FROM memory_entities WHERE pk = ?", (pk,))
+    """Replace the entity rows of one memory.
+
+    Only the rows of entities it no longer involves are deleted: deleting the last row of an entity erases that
+    entity from the user's entity table (a trigger of the graph migration), which a rewrite must not do.
+    """
+    keep = list(dict.fromkeys(item.entities))
+    c.execute(f"DELETE FROM memory_entities WHERE pk = ? AND entity NOT IN ({marks(len(keep))})", (pk, *keep))
     speaker = canonical(item.speaker) if item.speaker else None
     c.executemany(
-        "INSERT OR IGNORE INTO memory_entities (pk, user_id, entity, said_by) VALUES (?, ?, ?, ?)",
-        [(pk, item.user_id, e, int(e == speaker)) for e in dict.fromkeys(item.entities)],
+        "INSERT INTO memory_entities (pk, user_id, entity, said_by) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT(pk, entity) DO UPDATE SET said_by = excluded.said_by",
+        [(pk, item.user_id, e, int(e == speaker)) for e in keep],
     )
 
 

@@ -243,4 +243,52 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         ALTER TABLE jobs ADD COLUMN not_before INTEGER
         """,
     ),
+    (
+        # The knowledge graph (store/sqlite/graph.py): typed relations between entities with their source memories
+        # and validity window. Entity nodes are the entity table's rows, has-element edges ``memory_entities``.
+        # Erasure: a relation whose last source memory is gone goes too, and an entity that no memory and no
+        # relation involves any more leaves the entity table with its aliases.
+        "0011_graph",
+        """
+        CREATE TABLE relations (
+            id            INTEGER PRIMARY KEY,
+            user_id       TEXT NOT NULL,
+            subject       TEXT NOT NULL,
+            predicate     TEXT NOT NULL,
+            object        TEXT NOT NULL,
+            subject_type  TEXT NOT NULL DEFAULT 'other',
+            object_type   TEXT NOT NULL DEFAULT 'other',
+            valid_from    INTEGER NOT NULL,
+            valid_until   INTEGER,
+            superseded_by INTEGER
+        );
+        CREATE INDEX relations_user_subject ON relations(user_id, subject, predicate);
+        CREATE INDEX relations_user_object ON relations(user_id, object);
+        CREATE TABLE relation_sources (
+            relation INTEGER NOT NULL REFERENCES relations(id) ON DELETE CASCADE,
+            pk       INTEGER NOT NULL REFERENCES memories(pk) ON DELETE CASCADE,
+            PRIMARY KEY (relation, pk)
+        ) WITHOUT ROWID;
+        CREATE INDEX relation_sources_pk ON relation_sources(pk);
+        CREATE TRIGGER relation_sources_orphan AFTER DELETE ON relation_sources
+        WHEN NOT EXISTS (SELECT 1 FROM relation_sources WHERE relation = old.relation)
+        BEGIN
+            DELETE FROM relations WHERE id = old.relation;
+        END;
+        CREATE TRIGGER relations_orphan_entities AFTER DELETE ON relations BEGIN
+            DELETE FROM entities WHERE user_id = old.user_id AND canonical IN (old.subject, old.object)
+                AND NOT EXISTS (SELECT 1 FROM memory_entities e WHERE e.user_id = old.user_id
+                                AND e.entity = entities.canonical)
+                AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.user_id = old.user_id
+                                AND (r.subject = entities.canonical OR r.object = entities.canonical));
+        END;
+        CREATE TRIGGER memory_entities_orphan AFTER DELETE ON memory_entities
+        WHEN NOT EXISTS (SELECT 1 FROM memory_entities WHERE user_id = old.user_id AND entity = old.entity)
+            AND NOT EXISTS (SELECT 1 FROM relations WHERE user_id = old.user_id
+                            AND (subject = old.entity OR object = old.entity))
+        BEGIN
+            DELETE FROM entities WHERE user_id = old.user_id AND canonical = old.entity;
+        END
+        """,
+    ),
 )

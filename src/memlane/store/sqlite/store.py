@@ -10,6 +10,7 @@ from memlane.store.sqlite.candidates import SQLiteCandidateIndex
 from memlane.store.sqlite.db import Database
 from memlane.store.sqlite.entities import SQLiteEntityIndex
 from memlane.store.sqlite.feedback import SQLiteFeedback
+from memlane.store.sqlite.graph import SQLiteGraph
 from memlane.store.sqlite.history import SQLiteHistory
 from memlane.store.sqlite.queue import SQLiteJobQueue
 from memlane.store.sqlite.reads import SQLiteReads
@@ -29,6 +30,7 @@ class SQLiteStore(
     SQLiteEntityIndex,
     SQLiteStructuredIndex,
     SQLiteValidity,
+    SQLiteGraph,
     SQLiteFeedback,
     SQLiteHistory,
     SQLiteJobQueue,

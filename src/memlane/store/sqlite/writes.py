@@ -15,12 +15,14 @@ import memlane.store.sqlite.jobs as jobs_sql
 from memlane.embedding.base import Vectors
 from memlane.enrich.entities import AliasRow
 from memlane.errors import NotFoundError, StoreError
+from memlane.graph.types import RelationClaim
 from memlane.models import HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKind, utcnow
 from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.records import embed_hash
 from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database, marks
 from memlane.store.sqlite.entities import write_aliases, write_entities
+from memlane.store.sqlite.graph import write_relations
 from memlane.store.sqlite.history import erase_text, log_event
 from memlane.store.sqlite.rows import COLUMNS, MUTABLE, item_params, to_micros
 from memlane.store.sqlite.text import drop_entry, index_entry, purge_deleted_terms, refresh_next_context, turn_of
@@ -104,8 +106,19 @@ class SQLiteWrites:
         jobs: Sequence[Job] = (),
         changes: Mapping[str, Mapping[str, Any]] | None = None,
         claim: JobClaim | None = None,
+        relations: Mapping[str, Sequence[RelationClaim]] | None = None,
     ) -> None:
-        self.write(items, index_texts, vectors, event=event, aliases=aliases, jobs=jobs, changes=changes, claim=claim)
+        self.write(
+            items,
+            index_texts,
+            vectors,
+            event=event,
+            aliases=aliases,
+            jobs=jobs,
+            changes=changes,
+            claim=claim,
+            relations=relations,
+        )
 
     def write(
         self,
@@ -120,13 +133,14 @@ class SQLiteWrites:
         updates: Sequence[tuple[MemoryItem, HistoryEntry]] = (),
         finish: JobOutcome | None = None,
         claim: JobClaim | None = None,
+        relations: Mapping[str, Sequence[RelationClaim]] | None = None,
     ) -> None:
         """New items (with their index entries), changed items (no re-index), jobs enqueued (a running one under
         ``claim``) and a job finished: all in one transaction, or nothing when the finished job is fenced.
         """
         if not (len(items) == len(index_texts) == len(vectors)):
             raise StoreError("insert needs one index text and one vector per item")
-        if not items and not updates and not jobs and finish is None:
+        if not items and not updates and not jobs and finish is None and not any((relations or {}).values()):
             return
         by_user: dict[str, list[int]] = {}
         for i, item in enumerate(items):
@@ -155,6 +169,8 @@ class SQLiteWrites:
                     mark_contradicted(c, item)
             for user_id, rows in (aliases or {}).items():
                 write_aliases(c, user_id, rows)
+            for user_id, claims in (relations or {}).items():
+                write_relations(c, user_id, claims)
             for job in jobs:
                 jobs_sql.enqueue(c, job, claim)
             for user_id in by_user:
@@ -170,12 +186,17 @@ class SQLiteWrites:
         vector: Vectors | None,
         entry: HistoryEntry,
         aliases: Sequence[AliasRow] = (),
+        *,
+        relations: Sequence[RelationClaim] | None = None,
     ) -> None:
         versions = None
         with self._db.atomic() as c:
             pk = row_key(c, item.user_id, item.id)
             update_fields(c, pk, item)
             write_aliases(c, item.user_id, aliases)
+            if relations is not None:
+                c.execute("DELETE FROM relation_sources WHERE pk = ?", (pk,))  # a relation left unsourced goes
+                write_relations(c, item.user_id, relations)
             if index_text is not None and vector is not None:
                 vec = np.ascontiguousarray(vector, dtype=np.float32).reshape(-1)
                 c.execute("UPDATE memories SET embed_hash = ? WHERE pk = ?", (embed_hash(index_text), pk))
@@ -232,6 +253,7 @@ class SQLiteWrites:
                 "jobs",
                 "archive",
                 "contradictions",
+                "relations",
                 "vector_log",
             ):
                 c.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))

@@ -1,0 +1,42 @@
+"""``memlane graph ENTITY``: the neighbourhood of an entity in a user's knowledge graph, as text or JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memlane.cli.output import dump, fail, out, show
+from memlane.config import Config
+from memlane.engine import Memory
+from memlane.errors import MemlaneError
+
+
+def graph(
+    entity: Annotated[str, typer.Argument(help="An entity's name or alias (e.g. 'Anna', 'Mel', 'my sister').")],
+    user: Annotated[str, typer.Option("--user", "-u", help="The user scope (required).")],
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many of its latest memories to show.")] = 10,
+    db: Annotated[
+        Path | None,
+        typer.Option("--db", envvar="MEMLANE_DB", help="SQLite file (default: $MEMLANE_HOME/memlane.db)."),
+    ] = None,
+    embedder: Annotated[
+        str | None,
+        typer.Option("--embedder", envvar="MEMLANE_EMBEDDER", help="minilm (default), static, or openai:MODEL@URL."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")] = False,
+) -> None:
+    """Show an entity's neighbourhood: its type and aliases, its relations, what it is mentioned with, its memories."""
+    try:
+        with Memory(db, embedder=embedder, config=Config.from_env()) as memory:
+            found = memory.graph(entity, user_id=user, limit=limit)
+    except MemlaneError as exc:
+        fail(str(exc))
+    if as_json:
+        data = dataclasses.asdict(dataclasses.replace(found, memories=[]))
+        data["memories"] = [m.model_dump(mode="json") for m in found.memories]
+        dump(data)
+    else:
+        out.print(show(found.as_text()), highlight=False)

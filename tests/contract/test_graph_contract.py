@@ -1,0 +1,186 @@
+"""The knowledge graph contract: relations with sources and validity, entity curation, erasure, the graph dimension."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memlane import Config, Memory, NotFoundError, ValidationError
+from memlane.config import PRESETS
+from memlane.embedding.fake import HashEmbedder
+
+T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+
+
+def turn(text: str, name: str = "Melanie", days: int = 0) -> dict[str, str]:
+    return {"role": "user", "name": name, "content": text, "timestamp": (T0 + timedelta(days=days)).isoformat()}
+
+
+def triples(memory: Memory, user_id: str, *, current_only: bool = False) -> set[tuple[str, str, str]]:
+    return {(r.subject, r.predicate, r.object) for r in memory.relations(user_id=user_id, current_only=current_only)}
+
+
+def test_relations_are_read_from_turns_with_their_sources(memory: Memory) -> None:
+    result = memory.add(
+        [
+            turn("My sister Anna works at Acme Corp."),
+            turn("My kids love the beach."),
+            turn("I adopted a dog named Rex."),
+        ],
+        user_id="u",
+    )
+    ids = [it.id for it in result.items]
+    assert triples(memory, "u") == {
+        ("anna", "sister_of", "melanie"),
+        ("anna", "works_at", "acme corp"),
+        ("melanie kids", "likes", "beach"),
+        ("melanie", "owns", "rex"),
+    }
+    by_triple = {(r.subject, r.predicate): r for r in memory.relations(user_id="u")}
+    assert by_triple[("anna", "works_at")].sources == (ids[0],)
+    assert by_triple[("melanie kids", "likes")].valid_from == T0
+    # another user's graph is another graph
+    assert memory.relations(user_id="other") == []
+
+
+def test_negated_questions_and_hypotheticals_give_no_relation(memory: Memory) -> None:
+    memory.add(
+        [turn("I don't like coffee anymore."), turn("Do you live in Paris?"), turn("If I worked at Google I'd move.")],
+        user_id="u",
+    )
+    assert triples(memory, "u") == set()
+
+
+def test_a_new_residence_closes_the_old_one(memory: Memory) -> None:
+    memory.add([turn("I live in Denver."), turn("We moved to Austin.", days=30)], user_id="u")
+    edges = {r.object: r for r in memory.relations(user_id="u", entity="Melanie")}
+    assert edges["denver"].valid_until == T0 + timedelta(days=30)
+    assert edges["denver"].superseded_by == edges["austin"].id
+    assert edges["austin"].is_current
+    assert triples(memory, "u", current_only=True) == {("melanie", "lives_in", "austin")}
+
+
+def test_the_same_relation_said_twice_gains_a_source(memory: Memory) -> None:
+    memory.add([turn("I live in Denver."), turn("I still live in Denver.", days=3)], user_id="u")
+    [edge] = memory.relations(user_id="u")
+    assert len(edge.sources) == 2
+    assert edge.valid_from == T0
+
+
+def test_deleting_memories_erases_their_edges_and_orphaned_nodes(memory: Memory) -> None:
+    ids = [
+        it.id
+        for it in memory.add(
+            [turn("My sister Anna works at Acme Corp."), turn("I went hiking with Tom.")], user_id="u"
+        ).items
+    ]
+    assert memory.graph("Anna", user_id="u").node.name == "anna"
+    assert memory.graph("Melanie's sister", user_id="u").node.name == "anna"  # an alias resolves
+    memory.delete(ids[0], user_id="u")
+    assert triples(memory, "u") == set()
+    for gone in ("Anna", "Acme Corp", "Melanie's sister"):
+        with pytest.raises(NotFoundError):
+            memory.graph(gone, user_id="u")
+    assert memory.graph("Tom", user_id="u").node.mentions == 1  # what the other turn names stays
+    memory.delete_all(user_id="u")
+    for gone in ("Tom", "Melanie"):
+        with pytest.raises(NotFoundError):
+            memory.graph(gone, user_id="u")
+    assert memory.relations(user_id="u") == []
+
+
+def test_merge_and_split_entities(memory: Memory) -> None:
+    ids = [
+        it.id
+        for it in memory.add(
+            [
+                turn("I met Jo at the gym."),
+                turn("My friend Joanna lives in Leeds."),
+                turn("Today Joanna went climbing with Sam."),
+            ],
+            user_id="u",
+        ).items
+    ]
+    assert memory.merge_entities("Jo", "Joanna", user_id="u") == 1
+    node = memory.graph("Jo", user_id="u").node  # the old name is now an alias
+    assert (node.name, node.mentions) == ("joanna", 3)
+    assert "jo" in node.aliases
+    assert "joanna" in memory.get(ids[0], user_id="u").entities
+    assert "jo" not in memory.get(ids[0], user_id="u").entities
+    assert memory.split_entity("Joanna", "Joanna Smith", user_id="u", memory_ids=[ids[1]]) == 1
+    assert triples(memory, "u") == {("joanna smith", "lives_in", "leeds"), ("joanna smith", "friend_of", "melanie")}
+    moved = memory.graph("Joanna Smith", user_id="u").node
+    assert (moved.type, moved.mentions) == ("person", 1)
+    assert memory.graph("Joanna", user_id="u").node.mentions == 2
+    with pytest.raises(NotFoundError):
+        memory.merge_entities("Nobody", "Joanna", user_id="u")
+    with pytest.raises(ValidationError):
+        memory.split_entity("Joanna", "Joanna Smith", user_id="u", memory_ids=[ids[2]])  # the name is taken
+    with pytest.raises(NotFoundError):
+        memory.split_entity("Joanna", "Jo Two", user_id="u", memory_ids=[ids[1]])  # not Joanna's any more
+    with pytest.raises(ValidationError):
+        memory.merge_entities("Joanna", "Joanna", user_id="u")
+
+
+def test_neighbourhood_as_text(memory: Memory) -> None:
+    memory.add([turn("My sister Anna works at Acme Corp."), turn("Anna and Tom went to Rome.", days=2)], user_id="u")
+    text = memory.graph("Anna", user_id="u").as_text()
+    assert text.splitlines()[0].startswith("Anna [person] (anna; ")
+    assert "anna --works_at--> acme corp" in text
+    assert "mentioned with: " in text and "tom (1)" in text
+    assert "Anna and Tom went to Rome." in text
+
+
+def test_the_graph_dimension_reaches_two_hops_and_says_how(memory: Memory) -> None:
+    base = PRESETS["multi"]
+    PRESETS["multi-graph-test"] = replace(
+        base, name="multi-graph-test", fusion=replace(base.fusion, weights={**base.fusion.weights, "graph": 0.5})
+    )
+    try:
+        memory.add(
+            [
+                turn("My kids are Ollie and Mia."),
+                turn("Yesterday Ollie built a Lego ship.", name="Caroline", days=1),
+                turn("Today Mia asked for a castle.", name="Caroline", days=2),
+            ]
+            + [turn(f"Filler turn number {i} about the weather.", name="Caroline", days=3 + i) for i in range(30)],
+            user_id="u",
+            session_id="s",
+        )
+        hits = memory.search("Melanie kids", user_id="u", preset_name="multi-graph-test", top_k=5)
+        graph_hits = {h.memory.text: h for h in hits if "graph" in h.breakdown}
+        # neither names Melanie nor her kids: reached through the turn that says who her kids are
+        assert {"Yesterday Ollie built a Lego ship.", "Today Mia asked for a castle."} <= set(graph_hits)
+        assert "via 'ollie'" in graph_hits["Yesterday Ollie built a Lego ship."].triggers["graph"]
+    finally:
+        del PRESETS["multi-graph-test"]
+
+
+def test_extracted_claims_become_relations_sourced_by_the_typed_memory(tmp_path: Path) -> None:
+    config = Config(data_dir=tmp_path / "home", embedder="hash", infer=True)
+    with Memory(":memory:", embedder=HashEmbedder(), config=config) as memory:
+        result = memory.add(
+            [turn("My husband is called David."), turn("My therapist Dr. Okafor is great.")], user_id="u"
+        )
+        typed = {m.text: m.id for m in result.memories}
+        edges = {(r.subject, r.predicate, r.object): r for r in memory.relations(user_id="u")}
+        assert set(edges) == {("david", "spouse_of", "melanie"), ("dr okafor", "therapist_of", "melanie")}
+        assert typed["David is Melanie's husband."] in edges[("david", "spouse_of", "melanie")].sources
+        # the turn and the typed memory both state it; deleting the turn removes the typed memory and the edge
+        memory.delete(result.items[0].id, user_id="u")
+        assert ("david", "spouse_of", "melanie") not in {
+            (r.subject, r.predicate, r.object) for r in memory.relations(user_id="u")
+        }
+
+
+def test_updating_a_turn_replaces_the_relations_it_states(memory: Memory) -> None:
+    [item] = memory.add([turn("I work at Initech.")], user_id="u").items
+    memory.update(item.id, user_id="u", text="I work at Globex.")
+    assert triples(memory, "u") == {("melanie", "works_at", "globex")}
+    with pytest.raises(NotFoundError):
+        memory.graph("Initech", user_id="u")
+    memory.update(item.id, user_id="u", importance=0.9)  # no new text: the relations stay
+    assert triples(memory, "u") == {("melanie", "works_at", "globex")}
