@@ -40,9 +40,11 @@ from memlane.models import (
     AddResult,
     ArchivedMemory,
     Filters,
+    FlaggedMemory,
     HistoryEntry,
     HistoryEvent,
     Hit,
+    InjectionFlag,
     Job,
     JobState,
     MemoryItem,
@@ -54,6 +56,8 @@ from memlane.models import (
 from memlane.retrieval.rerank import make_reranker
 from memlane.retrieval.search import Retriever
 from memlane.retrieval.tuning import FitResult, LabelledQuery, QueryMatrix, fit, split_groups
+from memlane.security.guard import Guard, Screened, flags_for
+from memlane.security.sanitise import Fenced, fence
 from memlane.security.transfer import EXPORT_FORMAT, ImportLine, read_export, write_export
 from memlane.security.validation import (
     Limits,
@@ -147,6 +151,7 @@ class Memory:
         )
         self._extraction = make_extraction(self.config)  # before the store: it may fail on a missing extra
         self._store: Store = _open(target)
+        self._guard = Guard(self.config, chat=self._extraction.chat)  # injection detection and PII redaction
         self._enricher = Enricher(self._embedder)
         self._retriever = Retriever(
             self._store,
@@ -293,6 +298,7 @@ class Memory:
         )
         if not fresh:
             return result
+        self._screen(user_id, fresh)
         if not infer:
             self._insert(fresh)
             if self.config.capacity is not None:
@@ -314,6 +320,14 @@ class Memory:
             return result
         self._extract_now(job, fresh, result)
         return result
+
+    def _screen(self, user_id: str, items: Sequence[MemoryItem]) -> Screened:
+        """Scan new memories for injection and redact their PII (in place); record flags and sealed originals
+        before the memories are written.
+        """
+        screened = self._guard.screen(items)
+        self._guard.record(self._store, user_id, screened)
+        return screened
 
     def _extract_now(self, job: Job, fresh: Sequence[MemoryItem], result: AddResult) -> None:
         """Store the messages with their extraction job already claimed by this process, then run it here.
@@ -624,6 +638,38 @@ class Memory:
             raise NotFoundError(f"no memory {memory_id!r} for this user")
         return entries
 
+    # -- security: flags, fenced context, redacted originals (memlane.security) ----------------------
+    def flags(self, memory_ids: Sequence[str], *, user_id: str) -> dict[str, InjectionFlag]:
+        """The injection flags of those of ``memory_ids`` that are flagged, or extracted from a flagged message."""
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        ids = [check_id(m, what="memory_ids", max_chars=self.limits.id_chars) for m in memory_ids]
+        return flags_for(self._store, user_id, builtins.list(self._store.get_many(user_id, ids).values()))
+
+    def flagged(self, *, user_id: str | None = None, limit: int = 100, offset: int = 0) -> builtins.list[FlaggedMemory]:
+        """Memories flagged as likely prompt injections (of one user, or all), their text kept, with the reason and
+        score; most recently flagged first. An administrator's view: these are left out of assembled context.
+        """
+        user_id = optional_id(user_id, max_chars=self.limits.id_chars, what="user_id")
+        limit, offset = self._page(limit, offset)
+        return self._store.flagged(user_id, limit, offset)
+
+    def fence(self, hits: Sequence[Hit], *, user_id: str, token_budget: int, include_flagged: bool = False) -> Fenced:
+        """Hits assembled for a prompt as quoted data (see ``memlane.security.sanitise.fence``): flagged memories
+        left out unless ``include_flagged``, within ``token_budget`` tokens.
+        """
+        check_bool(include_flagged, what="include_flagged")
+        flags = self.flags([h.memory.id for h in hits], user_id=user_id)
+        return fence(hits, token_budget, flags=flags, include_flagged=include_flagged)
+
+    def reveal(self, memory_id: str, *, user_id: str) -> str:
+        """The original text of a memory whose PII was redacted (its stored text when nothing was). For
+        administrators: needs the PII key file (``Config.pii_key``), which only they should be able to read.
+        """
+        user_id, memory_id = self._scoped(user_id, memory_id)
+        item = self._store.get(user_id, memory_id)
+        original = self._guard.reveal(self._store, user_id, memory_id)
+        return item.text if original is None else original
+
     # -- changes -----------------------------------------------------------------------------------
     def update(
         self,
@@ -653,6 +699,7 @@ class Memory:
                 else typed_hash(user_id, old.agent_id, old.kind, new.text)
             )
             changes["text"] = True
+            screened = self._screen(user_id, [new])
         if metadata is not None:
             new.metadata = dict(metadata)
             changes["metadata"] = {"old": old.metadata, "new": new.metadata}
@@ -684,6 +731,11 @@ class Memory:
             changes=changes,
         )
         self._store.replace(new, body, vector, entry, aliases)
+        if text is not None:  # the old text's flag and sealed original no longer apply
+            if memory_id in screened.clean:
+                self._store.clear_flags(user_id, [memory_id])
+            if not any(o.memory_id == memory_id for o in screened.originals):
+                self._store.drop_originals(user_id, [memory_id])
         return new
 
     def delete(self, memory_id: str, *, user_id: str) -> builtins.list[str]:
@@ -742,6 +794,8 @@ class Memory:
             self._retarget(line.item, target or line.item.user_id)
         fresh = self._new_only(lines)
         items = [line.item for line in fresh]
+        for owner in dict.fromkeys(it.user_id for it in items):
+            self._screen(owner, [it for it in items if it.user_id == owner])
         if items:
             self._check_embedder()
             texts = [index_text(it) for it in items]

@@ -13,6 +13,7 @@ from memlane.store.sqlite.feedback import SQLiteFeedback
 from memlane.store.sqlite.history import SQLiteHistory
 from memlane.store.sqlite.queue import SQLiteJobQueue
 from memlane.store.sqlite.reads import SQLiteReads
+from memlane.store.sqlite.security import SQLiteSecurity
 from memlane.store.sqlite.text import SQLiteTextIndex, enable_secure_delete
 from memlane.store.sqlite.validity import SQLiteValidity
 from memlane.store.sqlite.vector_index import SQLiteVectorIndex
@@ -31,6 +32,7 @@ class SQLiteStore(
     SQLiteHistory,
     SQLiteJobQueue,
     SQLiteArchive,
+    SQLiteSecurity,
 ):
     """The default store. Thread-safe: one connection guarded by a lock; WAL lets other processes read.
 

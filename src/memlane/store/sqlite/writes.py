@@ -232,6 +232,8 @@ class SQLiteWrites:
                 "jobs",
                 "archive",
                 "contradictions",
+                "memory_flags",
+                "pii_originals",
                 "vector_log",
             ):
                 c.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
