@@ -31,6 +31,7 @@ MODEL_FILE: Final = "injection_model.npz"
 
 _WORD: Final = re.compile(r"\w+")
 _SPACE: Final = re.compile(r"\s+")
+_LINE: Final = re.compile(r"\s*\n\s*")
 _BREAK: Final = re.compile(r"(?<=[.!?\n|])\s+")
 
 
@@ -40,10 +41,12 @@ def _hash(token: str) -> int:
 
 def feature_ids(text: str, bits: int = BITS) -> npt.NDArray[np.int64]:
     """The distinct hashed features of ``text`` (already unmasked): words, word pairs, character 4-grams."""
-    low = _SPACE.sub(" ", text.casefold()).strip()
+    low = _SPACE.sub(" ", _LINE.sub(" \u00b6 ", text.casefold())).strip()  # a line break is a visible mark
     words = _WORD.findall(low)
     tokens = [f"w {w}" for w in words]
     tokens += [f"b {a} {b}" for a, b in itertools.pairwise(words)]
+    # how each line starts: a table row, a header, or a sentence among them
+    tokens += [f"l {_WORD.findall(line)[0] if _WORD.search(line) else line[:1]}" for line in low.split("\u00b6")[1:]]
     padded = f" {low} "
     tokens += [padded[i : i + 4] for i in range(len(padded) - 3)]
     mask = (1 << bits) - 1
