@@ -11,7 +11,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -174,6 +174,7 @@ class Evaluation:
     ms_mean: float
     ms_p95: float
     ms_turn_mean: float
+    categories: list[SubsetResult] = field(default_factory=list)  # indirect injections by attack category
 
     def pooled(self, label: int) -> SubsetResult:
         rows = [r for r in self.rows if r.label == label]
@@ -183,6 +184,7 @@ class Evaluation:
 def evaluate(detector: Detector, samples: Sequence[Sample], split: Split) -> Evaluation:
     """Scan every sample one at a time (the cost of one memory at ingest) and count flags per subset."""
     counts: dict[tuple[str, int], list[int]] = {}
+    by_category: dict[str, list[int]] = {}
     timings: list[float] = []
     turn_timings: list[float] = []
     for s in samples:
@@ -195,6 +197,10 @@ def evaluate(detector: Detector, samples: Sequence[Sample], split: Split) -> Eva
         row = counts.setdefault((s.subset, s.label), [0, 0])
         row[0] += 1
         row[1] += int(verdict.flagged)
+        if s.category:
+            cat = by_category.setdefault(s.category, [0, 0])
+            cat[0] += 1
+            cat[1] += int(verdict.flagged)
     rows = [
         SubsetResult(sub, label, n, f)
         for (sub, label), (n, f) in sorted(counts.items(), key=lambda kv: (-kv[0][1], kv[0][0]))
@@ -206,6 +212,7 @@ def evaluate(detector: Detector, samples: Sequence[Sample], split: Split) -> Eva
         float(np.mean(timings)) if timings else 0.0,
         percentile(timings, 0.95),
         float(np.mean(turn_timings)) if turn_timings else 0.0,
+        [SubsetResult(c, 1, n, f) for c, (n, f) in sorted(by_category.items())],
     )
 
 
@@ -233,6 +240,17 @@ def markdown(ev: Evaluation, command: str, load: str) -> str:
         f"Cost per memory at ingest (one text per call): mean {ev.ms_mean:.2f} ms, p95 {ev.ms_p95:.2f} ms; "
         f"LoCoMo turns mean {ev.ms_turn_mean:.2f} ms.",
     ]
+    if ev.categories:
+        lines += [
+            "",
+            "Indirect injections by attack category:",
+            "",
+            "| category | n | flagged | recall | 95% interval |",
+        ]
+        lines.append("| --- | ---: | ---: | ---: | --- |")
+        for r in ev.categories:
+            low, high = r.interval
+            lines.append(f"| {r.subset} | {r.n} | {r.flagged} | {r.rate:.3f} | [{low:.3f}, {high:.3f}] |")
     return "\n".join(lines)
 
 

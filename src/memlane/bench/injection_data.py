@@ -35,6 +35,7 @@ class Sample:
     subset: str
     split: Split
     attack: str = ""  # the inserted instruction of an indirect injection (for window labels in training)
+    category: str = ""  # BIPIA's category of that instruction (task hijack, scam, ...)
 
 
 def split_of(key: str) -> Split:
@@ -74,11 +75,11 @@ def insert_attack(context: str, attack: str, position: str) -> str:
     return f"{context[:cut]}\n{attack}\n{context[cut:]}"
 
 
-def _attacks(path: Path) -> dict[Split, list[str]]:
-    out: dict[Split, list[str]] = {s: [] for s in SPLITS}
-    for items in json.loads(path.read_text(encoding="utf-8")).values():
+def _attacks(path: Path) -> dict[Split, list[tuple[str, str]]]:
+    out: dict[Split, list[tuple[str, str]]] = {s: [] for s in SPLITS}
+    for category, items in json.loads(path.read_text(encoding="utf-8")).items():
         for attack in items:
-            out[split_of(attack)].append(attack)
+            out[split_of(attack)].append((category, attack))
     return out
 
 
@@ -95,8 +96,9 @@ def _bipia(root: Path) -> Iterator[Sample]:
                 yield Sample(context, 0, f"documents-{kind}", split)
                 rng = random.Random(hashlib.sha256(context.encode("utf-8")).hexdigest())
                 for position in POSITIONS:
-                    attack = rng.choice(attacks[split])
-                    yield Sample(insert_attack(context, attack, position), 1, f"indirect-{kind}", split, attack)
+                    category, attack = rng.choice(attacks[split])
+                    attacked = insert_attack(context, attack, position)
+                    yield Sample(attacked, 1, f"indirect-{kind}", split, attack, category)
 
 
 def _locomo(path: Path) -> Iterator[Sample]:
