@@ -85,7 +85,7 @@ def _fit(samples: Sequence[Sample], c: float) -> ClassifierModel:
     x = _matrix([t for t, _, _ in pairs])
     y = np.array([label for _, label, _ in pairs])
     w = np.array([weight for _, _, weight in pairs])
-    clf = LogisticRegression(C=c, max_iter=2000, solver="liblinear")
+    clf = LogisticRegression(C=c, max_iter=2000, solver="liblinear", random_state=0)
     clf.fit(x, y, sample_weight=w)
     weights = clf.coef_[0].astype(np.float32)
     return ClassifierModel(weights, float(clf.intercept_[0]), 0.5, BITS)
