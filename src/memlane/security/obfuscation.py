@@ -11,6 +11,7 @@ import base64
 import binascii
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -95,17 +96,30 @@ def _unescape(token: str) -> str | None:
     return out if out != token and " " in out else None
 
 
-def _fold_word(match: re.Match[str]) -> str:
-    word = match.group()
-    folded = word.translate(_HOMOGLYPHS)
-    return folded if (folded != word and _LATIN_WORD.search(word)) or folded.isascii() else word
+def _folder(text: str) -> Callable[[re.Match[str]], str]:
+    """A replacer folding look-alike letters in a word that mixes them with Latin ones, or, when most of ``text``'s
+    letters are Latin, in any word that becomes pure ASCII (a Russian or Greek text keeps its own words).
+    """
+    letters = [ch for ch in text if ch.isalpha()]
+    latin_text = bool(letters) and sum(ch.isascii() for ch in letters) > len(letters) / 2
+
+    def fold(match: re.Match[str]) -> str:
+        word = match.group()
+        folded = word.translate(_HOMOGLYPHS)
+        if folded == word:
+            return word
+        mixed = bool(_LATIN_WORD.search(word))
+        return folded if mixed or (latin_text and folded.isascii()) else word
+
+    return fold
 
 
 def unmask(text: str) -> Unmasked:
     """``text`` in the form the detectors read (NFKC, invisible characters dropped, look-alikes folded to Latin,
     spaced-out words joined), the tricks that were undone, and the payloads decoded from base64, hex or escapes.
 
-    A word is folded only when it mixes scripts or becomes pure ASCII, so Russian or Greek text stays itself.
+    A word is folded only when it mixes scripts, or becomes pure ASCII inside mostly Latin text, so Russian or Greek
+    text stays itself.
     """
     tricks: list[str] = []
     out = unicodedata.normalize("NFKC", text)
@@ -118,7 +132,7 @@ def unmask(text: str) -> Unmasked:
     if stripped != out:
         tricks.append("invisible_characters")
         out = stripped
-    folded = _WORD.sub(_fold_word, out)
+    folded = _WORD.sub(_folder(out), out)
     if folded != out:
         tricks.append("homoglyphs")
         out = folded
