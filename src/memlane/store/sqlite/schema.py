@@ -236,10 +236,18 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         """,
     ),
     (
+        # A queued job held back from the queue scan until then: handed to a broker's worker (Celery), or waiting
+        # out the backoff of a retry. A claim naming the job (the broker's delivery) may take it earlier.
+        "0010_job_dispatch",
+        """
+        ALTER TABLE jobs ADD COLUMN not_before INTEGER
+        """,
+    ),
+    (
         # Injection flags and the sealed originals of redacted PII (see memlane.security). Both are keyed by memory
         # id, not row, as a flag is written before its memory (fail closed); both go with the memory, unless it
         # moved to the archive, and with the archived copy.
-        "0010_security",
+        "0011_security",
         """
         CREATE TABLE memory_flags (
             user_id    TEXT NOT NULL,
