@@ -12,6 +12,7 @@ from typing import Final
 from memlane.errors import ConfigError
 from memlane.lifecycle.survival import SurvivalWeights
 from memlane.retrieval.fusion import BLEND, CONVEX, IMDMR, MULTI_DIM, MULTI_GRAPH, RRF, WEIGHTED, FusionSpec
+from memlane.security.redact import check_kinds
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,8 @@ PRESETS: Final[Mapping[str, RetrievalPreset]] = {
         RetrievalPreset("imdmr", IMDMR, description="IMDMR's six-dimension weights with its multi-dimension bonus"),
     )
 }
+
+DETECTORS: Final = ("off", "rules", "default", "llm")
 
 # Chosen by `memlane bench locomo --split tune` (conversations 26, 30, 41); see docs/benchmarks.md.
 DEFAULT_PRESET: Final = "multi"
@@ -151,6 +154,11 @@ class Config:
     llm_timeout: float = 60.0
     llm_batch_size: int = 12
     llm_max_workers: int = 2
+    # -- security pipeline (memlane.security): injection detection on stored text, PII redaction before storage --
+    injection_detector: str = "default"  # "off", "rules", "default" (rules + classifier), "llm" (default + LLM judge)
+    injection_threshold: float | None = None  # None: the threshold shipped with the classifier
+    redact_pii: tuple[str, ...] = ()  # kinds among email, phone, card, secret ("all": every kind); empty: off
+    pii_key_path: Path | None = None  # the key sealing redacted originals; None: data_dir / "pii.key"
     # -- background jobs on a broker (memlane[celery]): async adds are handed to Celery workers over this broker
     # (e.g. redis://localhost:6379/0); the job table stays the source of truth. None: the embedded worker only.
     broker_url: str | None = field(default=None, repr=False)
@@ -179,6 +187,17 @@ class Config:
             raise ConfigError("the openai provider needs llm_base_url (the API root, e.g. http://localhost:8080/v1)")
         if self.llm_timeout <= 0 or self.llm_batch_size <= 0 or self.llm_max_workers <= 0:
             raise ConfigError("llm_timeout, llm_batch_size and llm_max_workers must be positive")
+        if self.injection_detector not in DETECTORS:
+            raise ConfigError(
+                f"unknown injection detector {self.injection_detector!r}; choose one of {list(DETECTORS)}"
+            )
+        if self.injection_detector == "llm" and self.llm_provider is None:
+            raise ConfigError("the llm injection detector needs an LLM (llm_provider and llm_model)")
+        if self.injection_threshold is not None and not 0.0 < self.injection_threshold <= 1.0:
+            raise ConfigError(f"injection_threshold must be within (0, 1], got {self.injection_threshold}")
+        if isinstance(self.redact_pii, str):
+            raise ConfigError(f"redact_pii must be a tuple of kinds, e.g. ('email', 'phone'), got {self.redact_pii!r}")
+        check_kinds(self.redact_pii)
         if self.job_max_attempts < 1 or self.job_backoff_seconds < 0 or self.job_backoff_max_seconds < 0:
             raise ConfigError("job_max_attempts must be at least 1 and the job backoff must not be negative")
         if self.broker_handoff_seconds <= 0:
@@ -208,6 +227,11 @@ class Config:
     def model_cache(self) -> Path:
         return self.data_dir / "models"
 
+    @property
+    def pii_key(self) -> Path:
+        """The key file sealing the originals of redacted text."""
+        return self.pii_key_path or self.data_dir / "pii.key"
+
     def with_(self, **changes: object) -> Config:
         """A copy with some settings changed."""
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -216,7 +240,9 @@ class Config:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
         """Settings from ``MEMLANE_HOME``, ``MEMLANE_EMBEDDER``, ``MEMLANE_PRESET``, ``MEMLANE_INFER``,
         ``MEMLANE_MIN_CONFIDENCE``, ``MEMLANE_CAPACITY``, ``MEMLANE_RERANKER``, ``MEMLANE_BROKER_URL``,
-        ``MEMLANE_BROKER_QUEUE``, ``MEMLANE_JOB_MAX_ATTEMPTS``, ``MEMLANE_JOB_BACKOFF_SECONDS`` and ``MEMLANE_LLM_*`` (``PROVIDER``, ``MODEL``,
+        ``MEMLANE_BROKER_QUEUE``, ``MEMLANE_JOB_MAX_ATTEMPTS``, ``MEMLANE_JOB_BACKOFF_SECONDS``,
+        ``MEMLANE_INJECTION_DETECTOR``, ``MEMLANE_INJECTION_THRESHOLD``, ``MEMLANE_REDACT_PII`` (e.g. ``email,phone`` or
+        ``all``), ``MEMLANE_PII_KEY`` and ``MEMLANE_LLM_*`` (``PROVIDER``, ``MODEL``,
         ``BASE_URL``, ``API_KEY`` or ``API_KEY_ENV`` naming the variable that holds the key, ``REGION``).
         """
         env = os.environ if environ is None else environ
@@ -239,6 +265,14 @@ class Config:
             value = env.get(f"MEMLANE_LLM_{key.upper()}")
             if value:
                 kwargs[f"llm_{key}"] = value
+        if env.get("MEMLANE_INJECTION_DETECTOR"):
+            kwargs["injection_detector"] = env["MEMLANE_INJECTION_DETECTOR"]
+        if env.get("MEMLANE_INJECTION_THRESHOLD"):
+            kwargs["injection_threshold"] = _number("MEMLANE_INJECTION_THRESHOLD", env["MEMLANE_INJECTION_THRESHOLD"])
+        if env.get("MEMLANE_REDACT_PII"):
+            kwargs["redact_pii"] = check_kinds(env["MEMLANE_REDACT_PII"].split(","))
+        if env.get("MEMLANE_PII_KEY"):
+            kwargs["pii_key_path"] = Path(env["MEMLANE_PII_KEY"]).expanduser()
         if env.get("MEMLANE_BROKER_URL"):
             kwargs["broker_url"] = env["MEMLANE_BROKER_URL"]
         if env.get("MEMLANE_BROKER_QUEUE"):

@@ -20,7 +20,7 @@ import numpy as np
 
 from memlane.answer.ask import Answer, Asker
 from memlane.answer.context import Context, assemble
-from memlane.answer.fence import fence
+from memlane.answer.fence import fence as fence_item
 from memlane.broker import JobRun, RetryPolicy, publisher_for
 from memlane.broker.runner import run_job
 from memlane.config import Config, RetrievalPreset, save_preset
@@ -49,9 +49,11 @@ from memlane.models import (
     AddResult,
     ArchivedMemory,
     Filters,
+    FlaggedMemory,
     HistoryEntry,
     HistoryEvent,
     Hit,
+    InjectionFlag,
     Job,
     JobState,
     MemoryItem,
@@ -64,6 +66,9 @@ from memlane.observe import Observation, check_observations, prepare
 from memlane.retrieval.rerank import make_reranker
 from memlane.retrieval.search import Retriever
 from memlane.retrieval.tuning import FitResult, LabelledQuery, QueryMatrix, fit, split_groups
+from memlane.security.guard import Guard, Screened, flags_for
+from memlane.security.sanitise import Fenced
+from memlane.security.sanitise import fence as fence_hits
 from memlane.security.transfer import EXPORT_FORMAT, ImportLine, read_export, write_export
 from memlane.security.validation import (
     Limits,
@@ -157,6 +162,7 @@ class Memory:
         )
         self._extraction = make_extraction(self.config)  # before the store: it may fail on a missing extra
         self._store: Store = _open(target)
+        self._guard = Guard(self.config, chat=self._extraction.chat)  # injection detection and PII redaction
         self._enricher = Enricher(self._embedder)
         self._retriever = Retriever(
             self._store,
@@ -306,6 +312,7 @@ class Memory:
         )
         if not fresh:
             return result
+        self._screen(user_id, fresh)
         if not infer:
             self._insert(fresh)
             if self.config.capacity is not None:
@@ -329,6 +336,14 @@ class Memory:
             return result
         self._extract_now(job, fresh, result)
         return result
+
+    def _screen(self, user_id: str, items: Sequence[MemoryItem]) -> Screened:
+        """Scan new memories for injection and redact their PII (in place); record flags and sealed originals
+        before the memories are written.
+        """
+        screened = self._guard.screen(items)
+        self._guard.record(self._store, user_id, screened)
+        return screened
 
     def _extract_now(self, job: Job, fresh: Sequence[MemoryItem], result: AddResult) -> None:
         """Store the messages with their extraction job already claimed by this process, then run it here.
@@ -571,16 +586,32 @@ class Memory:
         check_int(top_k, what="top_k", low=1, high=self.limits.top_k)
         check_int(token_budget, what="token_budget", low=1, high=1_000_000)
         at = utcnow() if now is None else check_time(now, what="now", limits=self.limits)
-        asker = Asker(self._store, lambda q, k: self.search(q, user_id=user_id, top_k=k), fence, self._extraction.chat)
+        asker = Asker(
+            self._store,
+            lambda q, k: self._unflagged(self.search(q, user_id=user_id, top_k=k), user_id),
+            fence_item,
+            self._extraction.chat,
+        )
         return asker.ask(question, user_id, top_k=top_k, now=at, token_budget=token_budget)
 
-    def context(self, query: str, *, user_id: str, token_budget: int = 1000, top_k: int = 30) -> Context:
+    def context(
+        self, query: str, *, user_id: str, token_budget: int = 1000, top_k: int = 30, include_flagged: bool = False
+    ) -> Context:
         """The memories that answer ``query``, fenced as quoted data for an LLM prompt within ``token_budget``
-        (estimated) tokens: current facts first, then supporting turns, each with its date and speaker.
+        (estimated) tokens: current facts first, then supporting turns, each with its date and speaker. Memories
+        flagged as likely prompt injections are left out unless ``include_flagged``.
         """
         check_int(token_budget, what="token_budget", low=1, high=1_000_000)
+        check_bool(include_flagged, what="include_flagged")
         hits = self.search(query, user_id=user_id, top_k=top_k)
-        return assemble(hits, token_budget=token_budget, fence=fence)
+        if not include_flagged:
+            hits = self._unflagged(hits, user_id)
+        return assemble(hits, token_budget=token_budget, fence=fence_item)
+
+    def _unflagged(self, hits: builtins.list[Hit], user_id: str) -> builtins.list[Hit]:
+        """``hits`` without the memories flagged as likely prompt injections (kept out of anything sent to a model)."""
+        flagged = self.flags([h.memory.id for h in hits], user_id=user_id)
+        return [h for h in hits if h.memory.id not in flagged] if flagged else hits
 
     def observe(
         self,
@@ -731,6 +762,38 @@ class Memory:
             raise NotFoundError(f"no memory {memory_id!r} for this user")
         return entries
 
+    # -- security: flags, fenced context, redacted originals (memlane.security) ----------------------
+    def flags(self, memory_ids: Sequence[str], *, user_id: str) -> dict[str, InjectionFlag]:
+        """The injection flags of those of ``memory_ids`` that are flagged, or extracted from a flagged message."""
+        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        ids = [check_id(m, what="memory_ids", max_chars=self.limits.id_chars) for m in memory_ids]
+        return flags_for(self._store, user_id, builtins.list(self._store.get_many(user_id, ids).values()))
+
+    def flagged(self, *, user_id: str | None = None, limit: int = 100, offset: int = 0) -> builtins.list[FlaggedMemory]:
+        """Memories flagged as likely prompt injections (of one user, or all), their text kept, with the reason and
+        score; most recently flagged first. An administrator's view: these are left out of assembled context.
+        """
+        user_id = optional_id(user_id, max_chars=self.limits.id_chars, what="user_id")
+        limit, offset = self._page(limit, offset)
+        return self._store.flagged(user_id, limit, offset)
+
+    def fence(self, hits: Sequence[Hit], *, user_id: str, token_budget: int, include_flagged: bool = False) -> Fenced:
+        """Hits assembled for a prompt as quoted data (see ``memlane.security.sanitise.fence``): flagged memories
+        left out unless ``include_flagged``, within ``token_budget`` tokens.
+        """
+        check_bool(include_flagged, what="include_flagged")
+        flags = self.flags([h.memory.id for h in hits], user_id=user_id)
+        return fence_hits(hits, token_budget, flags=flags, include_flagged=include_flagged)
+
+    def reveal(self, memory_id: str, *, user_id: str) -> str:
+        """The original text of a memory whose PII was redacted (its stored text when nothing was). For
+        administrators: needs the PII key file (``Config.pii_key``), which only they should be able to read.
+        """
+        user_id, memory_id = self._scoped(user_id, memory_id)
+        item = self._store.get(user_id, memory_id)
+        original = self._guard.reveal(self._store, user_id, memory_id)
+        return item.text if original is None else original
+
     # -- changes -----------------------------------------------------------------------------------
     def update(
         self,
@@ -760,6 +823,7 @@ class Memory:
                 else typed_hash(user_id, old.agent_id, old.kind, new.text)
             )
             changes["text"] = True
+            screened = self._screen(user_id, [new])
         if metadata is not None:
             new.metadata = dict(metadata)
             changes["metadata"] = {"old": old.metadata, "new": new.metadata}
@@ -794,6 +858,11 @@ class Memory:
         if text is not None:  # the relations the old text stated go; the new text's are read
             relations = relations_by_user([new], {user_id: aliases}, self._store).get(user_id, [])
         self._store.replace(new, body, vector, entry, aliases, relations=relations)
+        if text is not None:  # the old text's flag and sealed original no longer apply
+            if memory_id in screened.clean:
+                self._store.clear_flags(user_id, [memory_id])
+            if not any(o.memory_id == memory_id for o in screened.originals):
+                self._store.drop_originals(user_id, [memory_id])
         return new
 
     def delete(self, memory_id: str, *, user_id: str) -> builtins.list[str]:
@@ -912,6 +981,8 @@ class Memory:
             self._retarget(line.item, target or line.item.user_id)
         fresh = self._new_only(lines)
         items = [line.item for line in fresh]
+        for owner in dict.fromkeys(it.user_id for it in items):
+            self._screen(owner, [it for it in items if it.user_id == owner])
         if items:
             self._check_embedder()
             texts = [index_text(it) for it in items]

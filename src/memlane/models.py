@@ -305,3 +305,27 @@ class Stats(BaseModel):
     dim: int | None
     path: str
     size_bytes: int
+
+
+class InjectionFlag(BaseModel):
+    """Why a memory was flagged as a likely prompt injection: its score, the detector's reasons, when."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    memory_id: str
+    score: float = Field(ge=0.0, le=1.0)
+    reasons: list[str] = Field(default_factory=list)
+    detector: str = ""
+    flagged_at: datetime
+    inherited_from: str | None = Field(
+        default=None, description="for a typed memory: the flagged source message it was extracted from"
+    )
+
+
+class FlaggedMemory(BaseModel):
+    """A flagged memory as an administrator reviews it: the memory (text kept whole) and its flag."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory: MemoryItem
+    flag: InjectionFlag

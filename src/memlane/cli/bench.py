@@ -139,6 +139,50 @@ def bench_ask(
         err.print(f"wrote {json_out}")
 
 
+@bench_app.command("injection")
+def bench_injection(
+    data: Annotated[
+        Path, typer.Option("--data", help="The labelled injection folder (../shared/data/injection).")
+    ] = Path("../shared/data/injection"),
+    locomo: Annotated[
+        Path | None,
+        typer.Option("--locomo", help="LoCoMo JSON whose turns are the benign conversation (evaluation only)."),
+    ] = None,
+    split: Annotated[str, typer.Option("--split", help="dev (reported) or val (where settings are chosen).")] = "dev",
+    detector: Annotated[str, typer.Option("--detector", help="default (rules + classifier) or rules.")] = "default",
+    train: Annotated[
+        bool, typer.Option("--train", help="First refit the shipped classifier on the train split.")
+    ] = False,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the results as JSON.")] = None,
+) -> None:
+    """Injection detector: recall and false-positive rate per subset with 95% Wilson intervals, and cost per memory."""
+    import json
+    import os
+
+    from memlane.bench.injection import as_json, markdown, run
+    from memlane.bench.injection import train as fit
+    from memlane.security.detect import CombinedDetector, Detector, RulesDetector
+
+    if split not in ("dev", "val"):
+        _fail(f"--split must be dev or val, got {split!r}")
+    if detector not in ("default", "rules"):
+        _fail(f"--detector must be default or rules, got {detector!r}")
+    try:
+        if train:
+            model, choices = fit(data, locomo)
+            for c in choices:
+                err.print(f"C={c.c:g}: threshold {c.threshold:.4f}, val recall {c.recall:.3f}, val FPR {c.fpr:.3f}")
+            err.print(model.info, highlight=False)
+        chosen: Detector = CombinedDetector() if detector == "default" else RulesDetector()
+        ev = run(data, locomo, "dev" if split == "dev" else "val", chosen)
+    except (MemlaneError, OSError, ValueError, KeyError) as exc:
+        _fail(str(exc))
+    load = "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+    out.print(markdown(ev, _command("injection"), load), highlight=False)
+    if json_out is not None:
+        json_out.write_text(json.dumps(as_json(ev), indent=2), encoding="utf-8")
+
+
 @bench_app.command("extraction")
 def bench_extraction(
     samples: Annotated[

@@ -16,15 +16,17 @@ from memlane.graph.types import EntityNode, GraphSlice, RelationClaim, RelationE
 from memlane.models import (
     ArchivedMemory,
     Filters,
+    FlaggedMemory,
     HistoryEntry,
     HistoryEvent,
+    InjectionFlag,
     Job,
     JobState,
     MemoryItem,
     MemoryKind,
 )
 from memlane.store.outcome import JobClaim, JobOutcome
-from memlane.store.records import CandidateFacts, Contradiction, Feedback, Position, ScoredIds
+from memlane.store.records import CandidateFacts, Contradiction, Feedback, Position, ScoredIds, SealedOriginal
 from memlane.structured.query import EntityRows, EntitySelect, MemoryRows, MemorySelect
 
 
@@ -406,6 +408,47 @@ class Archive(Protocol):
 
 
 @runtime_checkable
+class SecurityLog(Protocol):
+    """Injection flags of memories and the sealed originals of redacted text, kept by memory id.
+
+    A flag may be written before its memory (so a crash in between leaves the memory flagged, never unflagged);
+    both go when the memory is deleted or its user erased, and stay with it in the archive.
+    """
+
+    def put_flags(self, user_id: str, flags: Sequence[InjectionFlag]) -> None:
+        """Record (or replace) the flags of these memories."""
+        ...
+
+    def clear_flags(self, user_id: str, memory_ids: Sequence[str]) -> None:
+        """Remove the flags of these memories (their text changed and no longer reads as an injection)."""
+        ...
+
+    def flags(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, InjectionFlag]:
+        """The flags of those of ``memory_ids`` that are flagged."""
+        ...
+
+    def flagged(self, user_id: str | None, limit: int, offset: int) -> builtins.list[FlaggedMemory]:
+        """Stored memories that are flagged (of one user, or all) with their flags, most recently flagged first."""
+        ...
+
+    def put_originals(self, user_id: str, originals: Sequence[SealedOriginal]) -> None:
+        """Record (or replace) the sealed originals of redacted memories."""
+        ...
+
+    def drop_originals(self, user_id: str, memory_ids: Sequence[str]) -> None:
+        """Remove the sealed originals of these memories (their text changed)."""
+        ...
+
+    def original(self, user_id: str, memory_id: str) -> SealedOriginal | None:
+        """The sealed original of one memory, if its text was redacted."""
+        ...
+
+    def count_originals(self, user_id: str | None = None) -> int:
+        """How many sealed originals are kept (of one user, or all)."""
+        ...
+
+
+@runtime_checkable
 class HistoryLog(Protocol):
     """Every recorded change of a memory."""
 
@@ -460,6 +503,7 @@ class Store(
     HistoryLog,
     JobQueue,
     Archive,
+    SecurityLog,
     StoreInfo,
     Protocol,
 ):

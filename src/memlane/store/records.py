@@ -66,3 +66,13 @@ class Feedback:
     query: str
     memory_id: str
     useful: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SealedOriginal:
+    """The encrypted original text of a memory whose PII was redacted, and which kinds of PII it held."""
+
+    memory_id: str
+    sealed: bytes
+    kinds: tuple[str, ...]
+    at: datetime

@@ -92,6 +92,9 @@ class Database:
         c = self.conn
         c.execute("PRAGMA foreign_keys = ON")
         c.execute("PRAGMA busy_timeout = 10000")
+        # Deleted rows are overwritten on disk, so erased text (and sealed PII originals) leaves the file; many
+        # builds default to this already, some do not.
+        c.execute("PRAGMA secure_delete = ON")
         if self.path != ":memory:" and not self.read_only:
             c.execute("PRAGMA journal_mode = WAL")
             c.execute("PRAGMA synchronous = NORMAL")

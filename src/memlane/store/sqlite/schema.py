@@ -291,4 +291,39 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         END
         """,
     ),
+    (
+        # Injection flags and the sealed originals of redacted PII (see memlane.security). Both are keyed by memory
+        # id, not row, as a flag is written before its memory (fail closed); both go with the memory, unless it
+        # moved to the archive, and with the archived copy.
+        "0012_security",
+        """
+        CREATE TABLE memory_flags (
+            user_id    TEXT NOT NULL,
+            memory_id  TEXT NOT NULL,
+            score      REAL NOT NULL,
+            reasons    TEXT NOT NULL DEFAULT '[]',
+            detector   TEXT NOT NULL,
+            flagged_at INTEGER NOT NULL,
+            PRIMARY KEY (user_id, memory_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE pii_originals (
+            user_id   TEXT NOT NULL,
+            memory_id TEXT NOT NULL,
+            sealed    BLOB NOT NULL,
+            kinds     TEXT NOT NULL DEFAULT '[]',
+            at        INTEGER NOT NULL,
+            PRIMARY KEY (user_id, memory_id)
+        ) WITHOUT ROWID;
+        CREATE TRIGGER memories_security_delete AFTER DELETE ON memories
+        WHEN NOT EXISTS (SELECT 1 FROM archive WHERE archive.id = old.id) BEGIN
+            DELETE FROM memory_flags WHERE user_id = old.user_id AND memory_id = old.id;
+            DELETE FROM pii_originals WHERE user_id = old.user_id AND memory_id = old.id;
+        END;
+        CREATE TRIGGER archive_security_delete AFTER DELETE ON archive
+        WHEN NOT EXISTS (SELECT 1 FROM memories WHERE memories.id = old.id) BEGIN
+            DELETE FROM memory_flags WHERE user_id = old.user_id AND memory_id = old.id;
+            DELETE FROM pii_originals WHERE user_id = old.user_id AND memory_id = old.id;
+        END
+        """,
+    ),
 )

@@ -14,6 +14,7 @@ from memlane.store.sqlite.graph import SQLiteGraph
 from memlane.store.sqlite.history import SQLiteHistory
 from memlane.store.sqlite.queue import SQLiteJobQueue
 from memlane.store.sqlite.reads import SQLiteReads
+from memlane.store.sqlite.security import SQLiteSecurity
 from memlane.store.sqlite.structured import SQLiteStructuredIndex
 from memlane.store.sqlite.text import SQLiteTextIndex, enable_secure_delete
 from memlane.store.sqlite.validity import SQLiteValidity
@@ -35,6 +36,7 @@ class SQLiteStore(
     SQLiteHistory,
     SQLiteJobQueue,
     SQLiteArchive,
+    SQLiteSecurity,
 ):
     """The default store. Thread-safe: one connection guarded by a lock; WAL lets other processes read.
 

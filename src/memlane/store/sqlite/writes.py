@@ -254,6 +254,8 @@ class SQLiteWrites:
                 "archive",
                 "contradictions",
                 "relations",
+                "memory_flags",
+                "pii_originals",
                 "vector_log",
             ):
                 c.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))

@@ -1,0 +1,142 @@
+"""The offline injection classifier: logistic regression over hashed word and character n-grams, numpy only.
+
+The weights ship in the package (``security/data/injection_model.npz``, written by
+``memlane bench injection --train``); nothing is downloaded. A long text is scored whole and in windows of a few
+sentences, and its score is the highest of them, so one injected sentence inside a long e-mail or table is not
+drowned by the benign text around it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from memlane.errors import ConfigError
+from memlane.security.obfuscation import unmask
+
+BITS: Final = 18
+WINDOW_CHARS: Final = 400
+MAX_WINDOWS: Final = 64
+MODEL_FILE: Final = "injection_model.npz"
+
+_WORD: Final = re.compile(r"\w+")
+_SPACE: Final = re.compile(r"\s+")
+_LINE: Final = re.compile(r"\s*\n\s*")
+_BREAK: Final = re.compile(r"(?<=[.!?\n|])\s+")
+
+
+def _hash(token: str) -> int:
+    return zlib.crc32(token.encode("utf-8"))
+
+
+def feature_ids(text: str, bits: int = BITS) -> npt.NDArray[np.int64]:
+    """The distinct hashed features of ``text`` (already unmasked): words, word pairs, character 4-grams."""
+    low = _SPACE.sub(" ", _LINE.sub(" \u00b6 ", text.casefold())).strip()  # a line break is a visible mark
+    words = _WORD.findall(low)
+    tokens = [f"w {w}" for w in words]
+    tokens += [f"b {a} {b}" for a, b in itertools.pairwise(words)]
+    # how each line starts: a table row, a header, or a sentence among them
+    tokens += [f"l {_WORD.findall(line)[0] if _WORD.search(line) else line[:1]}" for line in low.split("\u00b6")[1:]]
+    padded = f" {low} "
+    tokens += [padded[i : i + 4] for i in range(len(padded) - 3)]
+    mask = (1 << bits) - 1
+    return np.unique(np.fromiter((_hash(t) & mask for t in tokens), dtype=np.int64, count=len(tokens)))
+
+
+def windows(text: str, size: int = WINDOW_CHARS, limit: int = MAX_WINDOWS) -> list[str]:
+    """``text`` cut at sentence, line and table-cell ends into pieces of about ``size`` characters (one piece when
+    it is short); at most ``limit`` pieces, the rest joined into the last.
+    """
+    if len(text) <= size:
+        return [text]
+    out: list[str] = []
+    current = ""
+    for part in _BREAK.split(text):
+        if current and len(current) + len(part) > size:
+            out.append(current)
+            current = ""
+        current = f"{current} {part}" if current else part
+        while len(current) > 2 * size:
+            out.append(current[:size])
+            current = current[size:]
+    if current:
+        out.append(current)
+    if len(out) > limit:
+        out = [*out[: limit - 1], " ".join(out[limit - 1 :])]
+    return out
+
+
+def views(text: str) -> Iterator[str]:
+    """What the classifier scores of one (unmasked) text: the whole, then its windows when there are several."""
+    yield text
+    parts = windows(text)
+    if len(parts) > 1:
+        yield from parts
+
+
+@dataclass(frozen=True)
+class ClassifierModel:
+    """Weights of the logistic regression over hashed features, its bias, and the decision threshold."""
+
+    weights: npt.NDArray[np.float32]
+    bias: float
+    threshold: float
+    bits: int
+    info: str = ""
+
+    def logit(self, text: str) -> float:
+        """The raw score of one view (features are binary, L2-normalised)."""
+        ids = feature_ids(text, self.bits)
+        if ids.size == 0:
+            return self.bias
+        return float(self.weights[ids].sum() / np.sqrt(ids.size) + self.bias)
+
+    def probability(self, text: str) -> float:
+        """The injection probability of ``text``: the highest over its views, after unmasking."""
+        unmasked = unmask(text)
+        best = max(self.logit(v) for v in views(unmasked.text))
+        for payload in unmasked.payloads:
+            best = max(best, self.logit(payload))
+        return float(1.0 / (1.0 + np.exp(-best)))
+
+    def save(self, path: Path) -> None:
+        """Write the model as a compressed ``.npz`` (weights as float16: the file stays small)."""
+        meta = json.dumps({"bias": self.bias, "threshold": self.threshold, "bits": self.bits, "info": self.info})
+        with path.open("wb") as fh:
+            np.savez_compressed(fh, weights=self.weights.astype(np.float16), meta=np.array(meta))
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> ClassifierModel:
+        """The model at ``path``, or the one shipped in the package."""
+        try:
+            if path is None:
+                with resources.as_file(resources.files("memlane.security") / "data" / MODEL_FILE) as shipped:
+                    return cls._read(shipped)
+            return cls._read(path)
+        except (OSError, KeyError, ValueError) as exc:
+            raise ConfigError(f"cannot load the injection classifier: {exc}") from exc
+
+    @classmethod
+    def _read(cls, path: Path) -> ClassifierModel:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            weights = data["weights"].astype(np.float32)
+        bits = int(meta["bits"])
+        if weights.shape != (1 << bits,):
+            raise ValueError(f"{path.name} holds {weights.shape} weights, expected {1 << bits}")
+        return cls(weights, float(meta["bias"]), float(meta["threshold"]), bits, str(meta.get("info", "")))
+
+
+def probabilities(model: ClassifierModel, texts: Sequence[str]) -> list[float]:
+    """``model.probability`` of each text."""
+    return [model.probability(t) for t in texts]

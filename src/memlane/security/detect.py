@@ -1,0 +1,141 @@
+"""Prompt-injection detection on stored text: the ``Detector`` protocol, its verdict, the rules and classifier
+detectors, and the default that combines them (with an LLM judge when one is configured).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Protocol, runtime_checkable
+
+from memlane.errors import ConfigError
+from memlane.security.classifier import ClassifierModel
+from memlane.security.obfuscation import unmask
+from memlane.security.rules import scan_rules
+
+log = logging.getLogger(__name__)
+
+# Evidence the hiding tricks themselves give (an ordinary message has no invisible characters or mixed scripts).
+TRICK_WEIGHTS: Final = {
+    "invisible_characters": 0.3,
+    "tag_characters": 0.6,
+    "homoglyphs": 0.4,
+    "spaced_letters": 0.1,
+    "compatibility_letters": 0.1,
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a detector says of one text: a score in [0, 1], whether it is flagged, and why."""
+
+    score: float
+    flagged: bool
+    reasons: tuple[str, ...] = ()
+    detector: str = ""
+
+
+@runtime_checkable
+class Detector(Protocol):
+    """Scores texts for prompt injection; one verdict per text, in order."""
+
+    @property
+    def name(self) -> str:
+        """A short name recorded with each flag (e.g. ``rules+classifier``)."""
+        ...
+
+    def scan(self, texts: Sequence[str]) -> list[Verdict]:
+        """A verdict for each text."""
+        ...
+
+
+def _noisy_or(weights: Sequence[float]) -> float:
+    rest = 1.0
+    for w in weights:
+        rest *= 1.0 - min(max(w, 0.0), 1.0)
+    return 1.0 - rest
+
+
+class RulesDetector:
+    """The pattern rules alone: flags when the evidence of the matching rules and tricks reaches ``threshold``."""
+
+    def __init__(self, threshold: float = 0.9) -> None:
+        self.threshold = threshold
+
+    @property
+    def name(self) -> str:
+        return "rules"
+
+    def evidence(self, text: str) -> tuple[float, list[str]]:
+        """The combined weight of the rules and tricks found in ``text``, and their names."""
+        unmasked = unmask(text)
+        matches = scan_rules(unmasked)
+        reasons = [m.name for m in matches] + [f"trick:{t}" for t in unmasked.tricks]
+        weights = [m.weight for m in matches] + [TRICK_WEIGHTS.get(t, 0.0) for t in unmasked.tricks]
+        return _noisy_or(weights), reasons
+
+    def scan(self, texts: Sequence[str]) -> list[Verdict]:
+        out = []
+        for text in texts:
+            score, reasons = self.evidence(text)
+            out.append(Verdict(round(score, 4), score >= self.threshold, tuple(reasons), self.name))
+        return out
+
+
+class CombinedDetector:
+    """Rules and the offline classifier: the score is the noisy-or of the rules' evidence and the classifier's
+    probability; a text is flagged when it reaches the threshold chosen on the validation split.
+    """
+
+    def __init__(self, model: ClassifierModel | None = None, threshold: float | None = None) -> None:
+        self.model = model or ClassifierModel.load()
+        self.threshold = self.model.threshold if threshold is None else threshold
+        if not 0.0 < self.threshold <= 1.0:
+            raise ConfigError(f"the injection threshold must be within (0, 1], got {self.threshold}")
+        self._rules = RulesDetector()
+
+    @property
+    def name(self) -> str:
+        return "rules+classifier"
+
+    def score(self, text: str) -> tuple[float, list[str]]:
+        """The combined score of one text and its reasons."""
+        evidence, reasons = self._rules.evidence(text)
+        p = self.model.probability(text)
+        if p >= 0.5:
+            reasons.append(f"classifier:{p:.2f}")
+        return _noisy_or([evidence, p]), reasons
+
+    def scan(self, texts: Sequence[str]) -> list[Verdict]:
+        out = []
+        for text in texts:
+            s, reasons = self.score(text)
+            out.append(Verdict(round(s, 4), s >= self.threshold, tuple(reasons), self.name))
+        return out
+
+
+class LayeredDetector:
+    """A fast detector first; texts it scores at or above ``escalate`` but does not flag go to a slower judge."""
+
+    def __init__(self, fast: Detector, judge: Detector, escalate: float = 0.2) -> None:
+        self.fast, self.judge, self.escalate = fast, judge, escalate
+
+    @property
+    def name(self) -> str:
+        return f"{self.fast.name}+{self.judge.name}"
+
+    def scan(self, texts: Sequence[str]) -> list[Verdict]:
+        verdicts = self.fast.scan(texts)
+        doubtful = [i for i, v in enumerate(verdicts) if not v.flagged and v.score >= self.escalate]
+        if doubtful:
+            judged = self.judge.scan([texts[i] for i in doubtful])
+            for i, j in zip(doubtful, judged, strict=True):
+                fast = verdicts[i]
+                verdicts[i] = Verdict(
+                    max(fast.score, j.score),
+                    j.flagged,
+                    (*fast.reasons, *j.reasons),
+                    self.name if j.flagged else fast.detector,
+                )
+        return verdicts
