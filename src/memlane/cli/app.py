@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from memlane.cli.bench import bench_app
+from memlane.cli.migrate import migrate_command
 from memlane.cli.output import OneLineErrors, dump, err, fail, out, show
 from memlane.config import PRESETS, Config
 from memlane.engine import Memory
@@ -31,6 +32,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(bench_app, name="bench")
+app.command(name="migrate")(migrate_command)
 
 DbOpt = Annotated[
     Path | None,

@@ -14,6 +14,7 @@ from memlane.store.sqlite.history import SQLiteHistory
 from memlane.store.sqlite.queue import SQLiteJobQueue
 from memlane.store.sqlite.reads import SQLiteReads
 from memlane.store.sqlite.text import SQLiteTextIndex, enable_secure_delete
+from memlane.store.sqlite.transfer import SQLiteTransfer
 from memlane.store.sqlite.validity import SQLiteValidity
 from memlane.store.sqlite.vector_index import SQLiteVectorIndex
 from memlane.store.sqlite.writes import SQLiteWrites
@@ -31,6 +32,7 @@ class SQLiteStore(
     SQLiteHistory,
     SQLiteJobQueue,
     SQLiteArchive,
+    SQLiteTransfer,
 ):
     """The default store. Thread-safe: one connection guarded by a lock; WAL lets other processes read.
 
