@@ -16,8 +16,8 @@ apply it out of order), and records the last ``seq`` it applied in ``vector_mirr
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,7 +28,7 @@ from memlane.embedding.base import Vectors
 from memlane.errors import StoreError
 from memlane.models import Filters
 from memlane.store.qdrant.filters import PAYLOAD_SQL, payload_of, to_qdrant
-from memlane.store.qdrant.target import QdrantTarget, connect, disconnect
+from memlane.store.qdrant.target import QdrantTarget, client_lock, connect, disconnect
 from memlane.store.records import ScoredIds
 from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database
@@ -49,7 +49,7 @@ class QdrantMirror(AnnIndexes):
         super().__init__(db)
         self.target = target
         self._name = collection
-        self._mirror_lock = threading.RLock()
+        self._mirror_lock = client_lock(target)
         self._client: Any = connect(target)
 
     # -- identity --------------------------------------------------------------------------------
@@ -267,6 +267,10 @@ class QdrantMirror(AnnIndexes):
         disconnect(self.target, self._client)
 
     # -- reads -----------------------------------------------------------------------------------
+    def _local(self) -> contextlib.AbstractContextManager[object]:
+        """The local mode's client is plain Python over numpy arrays: reads hold the lock its writes hold."""
+        return self._mirror_lock if self.target.kind != "remote" else contextlib.nullcontext()
+
     def search(self, user_id: str, query: Vectors, limit: int, filters: Filters) -> ScoredIds:
         """The best ``limit`` of the user's memories passing ``filters``, filtered inside Qdrant."""
         name = self.collection
@@ -276,11 +280,12 @@ class QdrantMirror(AnnIndexes):
         self.sync()
         q = np.asarray(query, dtype=np.float32).reshape(-1).tolist()
         try:
-            if not self._client.collection_exists(name):
-                return []
-            found = self._client.query_points(
-                name, query=q, query_filter=qfilter, limit=limit, with_payload=["memory_id"]
-            ).points
+            with self._local():
+                if not self._client.collection_exists(name):
+                    return []
+                found = self._client.query_points(
+                    name, query=q, query_filter=qfilter, limit=limit, with_payload=["memory_id"]
+                ).points
         except Exception as e:  # transport and API errors of several kinds
             raise StoreError(f"vector search in {self.target.name} failed: {e}") from e
         return [(str(p.payload["memory_id"]), float(p.score)) for p in found]
@@ -296,7 +301,8 @@ class QdrantMirror(AnnIndexes):
         self.sync()
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         try:
-            points = self._client.retrieve(name, ids=list(keys), with_payload=["user_id"], with_vectors=True)
+            with self._local():
+                points = self._client.retrieve(name, ids=list(keys), with_payload=["user_id"], with_vectors=True)
         except Exception as e:  # transport and API errors of several kinds
             raise StoreError(f"reading vectors from {self.target.name} failed: {e}") from e
         out: dict[str, float] = {}

@@ -26,6 +26,7 @@ Kind = Literal["remote", "local", "memory"]
 
 _LOCK = threading.Lock()
 _LOCAL: dict[str, tuple[Any, int]] = {}  # resolved folder -> (client, users)
+_CLIENT_LOCKS: dict[str, threading.RLock] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +105,14 @@ def connect(target: QdrantTarget) -> Any:
             raise StoreError(f"cannot open the Qdrant folder {target.path}: {e}") from e
         _LOCAL[target.path] = (client, 1)
         return client
+
+
+def client_lock(target: QdrantTarget) -> threading.RLock:
+    """The lock that serialises the use of the target's client in this process (one per local folder)."""
+    if target.kind != "local":
+        return threading.RLock()
+    with _LOCK:
+        return _CLIENT_LOCKS.setdefault(str(target.path), threading.RLock())
 
 
 def disconnect(target: QdrantTarget, client: Any) -> None:
