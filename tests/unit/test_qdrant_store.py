@@ -167,6 +167,20 @@ def test_delete_and_delete_all_leave_no_vector_of_it_in_qdrant(tmp_path: Path) -
     assert files and not any(gone.id.encode() in f.read_bytes() for f in files)
 
 
+def test_a_read_only_open_searches_qdrant_and_writes_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with open_memory(db, tmp_path) as m:
+        m.add("a sailing trip to Crete in May", user_id="u")
+        q = m.embedder.embed(["a sailing trip to Crete in May"])[0]
+    before = db.read_bytes()
+    store = open_store(f"sqlite:///{db}?vectors=qdrant+local&mode=ro")
+    assert store.read_only
+    (hit,) = store.vector_search("u", q, 5, Filters())
+    assert hit[1] > 0.99
+    store.close()
+    assert db.read_bytes() == before
+
+
 def _item(i: int, rng: random.Random) -> MemoryItem:
     return MemoryItem(
         id=f"m{i:03d}",

@@ -59,8 +59,10 @@ class QdrantMirror(AnnIndexes):
         if ident is None:
             return None
         identity, dim = ident
-        db_id = identity.rpartition("|")[2]
-        return identity.rpartition("|")[0] or identity, dim, self._name or f"memlane_{db_id}"
+        model, _, db_id = identity.rpartition("|")
+        if db_id == "read-only" and self._name is None:
+            return None  # opened read-only before any vector was indexed: no collection can hold them yet
+        return model, dim, self._name or f"memlane_{db_id}"
 
     @property
     def collection(self) -> str | None:
