@@ -167,6 +167,22 @@ def test_delete_and_delete_all_leave_no_vector_of_it_in_qdrant(tmp_path: Path) -
     assert files and not any(gone.id.encode() in f.read_bytes() for f in files)
 
 
+def test_a_lost_collection_is_rebuilt_from_the_database_on_open(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with open_memory(db, tmp_path) as m:
+        m.add("a sailing trip to Crete in May", user_id="u")
+        m.add("the first note about gardening", user_id="u")
+    client = QdrantClient(path=str(db) + ".qdrant")
+    (name,) = [c.name for c in client.get_collections().collections]
+    client.delete_collection(name)
+    client.close()
+    with open_memory(db, tmp_path) as m:
+        q = m.embedder.embed(["a sailing trip to Crete in May"])[0]
+        (best, score), _ = m._store.vector_search("u", q, 2, Filters())
+        assert m.get(best, user_id="u").text == "a sailing trip to Crete in May" and score > 0.99
+    assert len(points(db, "u")) == 2
+
+
 def test_a_read_only_open_searches_qdrant_and_writes_nothing(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     with open_memory(db, tmp_path) as m:

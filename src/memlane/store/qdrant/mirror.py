@@ -51,6 +51,7 @@ class QdrantMirror(AnnIndexes):
         self._name = collection
         self._mirror_lock = client_lock(target)
         self._client: Any = connect(target)
+        self._present: str | None = None  # the collection last seen to exist (saves a request per search)
 
     # -- identity --------------------------------------------------------------------------------
     def _space(self) -> tuple[str, int, str] | None:
@@ -111,9 +112,10 @@ class QdrantMirror(AnnIndexes):
                 if self._ensure_collection(name, dim, recreate=row is not None and row[0] != ident):
                     rebuild = True
                 done = self._rebuild(c, name) if rebuild else self._replay(c, name, int(row[1]), head)
-            except StoreError:
-                raise
             except Exception as e:  # the client raises transport and API errors of several kinds
+                self._present = None  # look again next time: the collection may be what went missing
+                if isinstance(e, StoreError):
+                    raise
                 raise StoreError(f"cannot write vectors to {self.target.name}: {e}") from e
             c.execute(
                 "INSERT INTO vector_mirrors VALUES (?, ?, ?) ON CONFLICT(target) DO UPDATE SET "
@@ -128,12 +130,17 @@ class QdrantMirror(AnnIndexes):
     def _ensure_collection(self, name: str, dim: int, *, recreate: bool) -> bool:
         """Create the collection if missing (or of another size, or ``recreate``); whether it was created."""
         client = self._client
+        if self._present == name and not recreate:
+            return False
+        self._present = None
         if client.collection_exists(name):
             size = client.get_collection(name).config.params.vectors.size
             if not recreate and size == dim:
+                self._present = name
                 return False
             client.delete_collection(name)
         client.create_collection(name, vectors_config=qm.VectorParams(size=dim, distance=qm.Distance.COSINE))
+        self._present = name
         if self.target.kind == "remote":  # the local mode has no payload indexes
             for field, schema in _INDEXED.items():
                 client.create_payload_index(name, field, field_schema=schema, wait=True)
@@ -283,8 +290,9 @@ class QdrantMirror(AnnIndexes):
         q = np.asarray(query, dtype=np.float32).reshape(-1).tolist()
         try:
             with self._local():
-                if not self._client.collection_exists(name):
+                if self._present != name and not self._client.collection_exists(name):
                     return []
+                self._present = name
                 found = self._client.query_points(
                     name, query=q, query_filter=qfilter, limit=limit, with_payload=["memory_id"]
                 ).points
