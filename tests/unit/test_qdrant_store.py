@@ -318,7 +318,7 @@ def test_a_real_qdrant_server() -> None:
             "qdrant server ships as a container or a GitHub release binary only); set MEMLANE_QDRANT_URL="
             "qdrant://HOST:6333 to run this test against one"
         )
-    store = open_store(f"sqlite:///:memory:?vectors={server}&collection=memlane_test_{os.getpid()}")
+    store = open_store(f"sqlite://?vectors={server}&collection=memlane_test_{os.getpid()}")
     try:
         store.set_embedder_identity("test", 4)
         item = MemoryItem(
