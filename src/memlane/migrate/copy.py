@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+import memlane.migrate.checkpoint as ckpt
 from memlane.errors import NotFoundError, StoreError, ValidationError
-from memlane.migrate import checkpoint as ckpt
 from memlane.migrate.checkpoint import Checkpoint, Phase
 from memlane.models import ArchivedMemory, HistoryEvent, JobState, MemoryItem, utcnow
 from memlane.store.base import Store, StoreTransfer
