@@ -8,6 +8,8 @@ import multiprocessing
 import os
 import random
 import signal
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -181,6 +183,17 @@ def test_a_lost_collection_is_rebuilt_from_the_database_on_open(tmp_path: Path) 
         (best, score), _ = m._store.vector_search("u", q, 2, Filters())
         assert m.get(best, user_id="u").text == "a sailing trip to Crete in May" and score > 0.99
     assert len(points(db, "u")) == 2
+
+
+def test_the_local_mode_folder_is_one_process_at_a_time(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    store = open_store(url(db))
+    again = open_store(url(db))  # the same process shares the folder's client
+    code = f"from memlane.store import open_store\nopen_store({url(db)!r})"
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    again.close()
+    store.close()
+    assert other.returncode != 0 and "StoreError: cannot open the Qdrant folder" in other.stderr
 
 
 def test_a_read_only_open_searches_qdrant_and_writes_nothing(tmp_path: Path) -> None:
