@@ -236,10 +236,18 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         """,
     ),
     (
+        # A queued job held back from the queue scan until then: handed to a broker's worker (Celery), or waiting
+        # out the backoff of a retry. A claim naming the job (the broker's delivery) may take it earlier.
+        "0010_job_dispatch",
+        """
+        ALTER TABLE jobs ADD COLUMN not_before INTEGER
+        """,
+    ),
+    (
         # A mirror of the vectors in another engine (Qdrant, store/qdrant/) filters on these columns: a change of
         # one of them is logged like a vector write, so the mirror's copy of them follows; ``vector_mirrors`` holds
         # how far each mirror has applied the log.
-        "0010_vector_mirror",
+        "0011_vector_mirror",
         """
         CREATE TRIGGER memories_log_filter_fields AFTER UPDATE OF
             agent_id, session_id, kind, role, speaker, ts, metadata, valid_from, valid_until ON memories
