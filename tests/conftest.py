@@ -10,7 +10,7 @@ import pytest
 from memlane import Config, Memory
 from memlane.embedding.fake import HashEmbedder
 
-BACKENDS = ["sqlite-memory", "sqlite-file"]
+BACKENDS = ["sqlite-memory", "sqlite-file", "sqlite-qdrant-local"]
 
 
 @pytest.fixture
@@ -24,6 +24,9 @@ def open_backend(kind: str, tmp_path: Path, config: Config) -> Memory:
         return Memory(":memory:", embedder=HashEmbedder(), config=config)
     if kind == "sqlite-file":
         return Memory(tmp_path / "store.db", embedder=HashEmbedder(), config=config)
+    if kind == "sqlite-qdrant-local":  # records and text in SQLite, vectors in Qdrant's local mode
+        pytest.importorskip("qdrant_client", reason="memlane[qdrant] is not installed: pip install -e '.[dev]'")
+        return Memory(f"sqlite:///{tmp_path / 'store.db'}?vectors=qdrant+local", embedder=HashEmbedder(), config=config)
     raise AssertionError(kind)
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, multiple, rule
@@ -16,10 +19,11 @@ texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=5).map(" ".join)
 
 class StoreVsOracle(RuleBasedStateMachine):
     memories = Bundle("memories")
+    location = ":memory:"
 
     def __init__(self) -> None:
         super().__init__()
-        self.memory = Memory(":memory:", embedder=HashEmbedder(dim=32), config=Config(embedder="hash"))
+        self.memory = Memory(self.location, embedder=HashEmbedder(dim=32), config=Config(embedder="hash"))
         self.oracle: dict[str, tuple[str, str]] = {}  # id -> (user, text)
 
     @rule(target=memories, user=st.sampled_from(USERS), batch=st.lists(texts, min_size=1, max_size=3))
@@ -82,3 +86,18 @@ class StoreVsOracle(RuleBasedStateMachine):
 
 StoreVsOracle.TestCase.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)
 TestStoreVsOracle = StoreVsOracle.TestCase
+
+
+class QdrantStoreVsOracle(StoreVsOracle):
+    """The same machine with the vectors in Qdrant's local mode (records and text in SQLite)."""
+
+    location = "sqlite://?vectors=qdrant+memory"
+
+
+QdrantStoreVsOracle.TestCase.settings = settings(max_examples=15, stateful_step_count=25, deadline=None)
+if importlib.util.find_spec("qdrant_client") is not None:
+    TestQdrantStoreVsOracle = QdrantStoreVsOracle.TestCase
+else:
+
+    def test_qdrant_store_vs_oracle() -> None:
+        pytest.skip("memlane[qdrant] is not installed: the oracle did not run over SQLite + Qdrant")

@@ -51,6 +51,7 @@ def test_migrations_are_recorded_and_reopen_is_idempotent(tmp_path: Path, config
             "0010_job_dispatch",
             "0011_graph",
             "0012_security",
+            "0013_vector_mirror",
         ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 

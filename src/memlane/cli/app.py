@@ -17,6 +17,7 @@ from rich.table import Table
 from memlane.cli.bench import bench_app
 from memlane.cli.graph import graph
 from memlane.cli.mcp import mcp_command
+from memlane.cli.migrate import migrate_command
 from memlane.cli.output import OneLineErrors, dump, err, fail, out, show
 from memlane.cli.worker import worker_command
 from memlane.config import PRESETS, Config
@@ -37,10 +38,15 @@ app.add_typer(bench_app, name="bench")
 app.command(name="mcp")(mcp_command)
 app.command(name="worker")(worker_command)
 app.command(name="graph")(graph)
+app.command(name="migrate")(migrate_command)
 
 DbOpt = Annotated[
-    Path | None,
-    typer.Option("--db", envvar="MEMLANE_DB", help="SQLite file (default: $MEMLANE_HOME/memlane.db)."),
+    str | None,
+    typer.Option(
+        "--db",
+        envvar="MEMLANE_DB",
+        help="SQLite file or store URL, e.g. sqlite:///m.db?vectors=qdrant://HOST (default: $MEMLANE_HOME/memlane.db).",
+    ),
 ]
 EmbedderOpt = Annotated[
     str | None,
@@ -51,7 +57,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON out
 
 
 @contextmanager
-def open_memory(db: Path | None, embedder: str | None) -> Iterator[Memory]:
+def open_memory(db: str | Path | None, embedder: str | None) -> Iterator[Memory]:
     """A Memory for one command, with memlane errors turned into a clean exit."""
     try:
         config = Config.from_env()

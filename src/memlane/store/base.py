@@ -26,7 +26,15 @@ from memlane.models import (
     MemoryKind,
 )
 from memlane.store.outcome import JobClaim, JobOutcome
-from memlane.store.records import CandidateFacts, Contradiction, Feedback, Position, ScoredIds, SealedOriginal
+from memlane.store.records import (
+    CandidateFacts,
+    Contradiction,
+    Feedback,
+    Position,
+    ScoredIds,
+    SealedOriginal,
+    StoredEntry,
+)
 from memlane.structured.query import EntityRows, EntitySelect, MemoryRows, MemorySelect
 
 
@@ -454,6 +462,29 @@ class HistoryLog(Protocol):
 
     def history(self, user_id: str, memory_id: str) -> builtins.list[HistoryEntry]:
         """The changes of one memory, oldest first."""
+        ...
+
+
+@runtime_checkable
+class StoreTransfer(Protocol):
+    """What copying a whole store (``memlane migrate``) needs beyond the other capabilities; optional for a backend
+    (without it a store can still be a migration's target, and its history is then not copied into it).
+    """
+
+    def user_ids(self) -> builtins.list[str]:
+        """Every user holding anything: memories, archived memories, history, feedback or jobs."""
+        ...
+
+    def stored_entries(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, StoredEntry]:
+        """The index body and vector of each given memory of this user, live or archived (absent ones left out)."""
+        ...
+
+    def history_ids(self, user_id: str) -> builtins.list[str]:
+        """The memories of this user with recorded history (deleted ones included), in order of first record."""
+        ...
+
+    def set_history(self, user_id: str, memory_id: str, entries: Sequence[HistoryEntry]) -> None:
+        """Replace the recorded history of one memory with ``entries``, in order (a copy of another store's)."""
         ...
 
 

@@ -9,6 +9,8 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import NamedTuple
 
+from memlane.embedding.base import Vectors
+
 ScoredIds = list[tuple[str, float]]
 _NO_ENTITIES: Mapping[str, bool] = MappingProxyType({})
 
@@ -56,6 +58,14 @@ class CandidateFacts(NamedTuple):
     category: str | None = None
     intent: str | None = None
     entities: Mapping[str, bool] = _NO_ENTITIES
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEntry:
+    """How a memory is indexed: the exact text its full-text entry holds and its vector (what a store copy moves)."""
+
+    body: str
+    vector: Vectors
 
 
 @dataclass(frozen=True, slots=True)

@@ -326,4 +326,26 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         END
         """,
     ),
+    (
+        # A mirror of the vectors in another engine (Qdrant, store/qdrant/) filters on these columns: a change of
+        # one of them is logged like a vector write, so the mirror's copy of them follows; ``vector_mirrors`` holds
+        # how far each mirror has applied the log.
+        "0013_vector_mirror",
+        """
+        CREATE TRIGGER memories_log_filter_fields AFTER UPDATE OF
+            agent_id, session_id, kind, role, speaker, ts, metadata, valid_from, valid_until ON memories
+        WHEN old.agent_id IS NOT new.agent_id OR old.session_id IS NOT new.session_id OR old.kind IS NOT new.kind
+            OR old.role IS NOT new.role OR old.speaker IS NOT new.speaker OR old.ts IS NOT new.ts
+            OR old.metadata IS NOT new.metadata OR old.valid_from IS NOT new.valid_from
+            OR old.valid_until IS NOT new.valid_until
+        BEGIN
+            INSERT INTO vector_log (user_id, pk) SELECT v.user_id, v.pk FROM vectors v WHERE v.pk = new.pk;
+        END;
+        CREATE TABLE vector_mirrors (
+            target   TEXT PRIMARY KEY,
+            identity TEXT NOT NULL,
+            seq      INTEGER NOT NULL
+        )
+        """,
+    ),
 )

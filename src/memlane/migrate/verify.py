@@ -1,0 +1,107 @@
+"""Checking a copy: the same counts on both sides, and a sample of vector and text searches ranking the same memories."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from itertools import islice
+
+import numpy as np
+
+from memlane.models import Filters, MemoryItem
+from memlane.store.base import Store, StoreTransfer
+from memlane.store.records import ScoredIds
+
+#: Scores closer than this are a tie: tied memories may come back in another order on another backend.
+TIE = 1e-4
+_WORD = re.compile(r"\w{4,}")
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One comparison of the source and the target."""
+
+    name: str
+    source: str
+    target: str
+    ok: bool
+
+
+def _same_ranking(a: ScoredIds, b: ScoredIds) -> bool:
+    """The same scores, and above the last score the same memories with the same scores (tied ones may come in
+    another order, and which of the memories tied at the cut made the list may differ).
+    """
+    if len(a) != len(b) or not np.allclose([s for _, s in a], [s for _, s in b], atol=TIE):
+        return False
+    if not a:
+        return True
+    cut = min(a[-1][1], b[-1][1]) + TIE
+    above_a = {i: s for i, s in a if s > cut}
+    above_b = {i: s for i, s in b if s > cut}
+    return above_a.keys() == above_b.keys() and all(abs(above_a[i] - above_b[i]) <= TIE for i in above_a)
+
+
+def _archived(store: Store, user_id: str) -> int:
+    n, page = 0, 1000
+    while got := store.archived(user_id, page, n):
+        n += len(got)
+        if len(got) < page:
+            break
+    return n
+
+
+def _sample(store: Store, size: int) -> list[MemoryItem]:
+    total = store.count()
+    step = max(1, total // max(1, size))
+    return list(islice(store.iter_items(None), 0, None, step))[:size]
+
+
+def verify(source: Store, target: Store, *, sample: int = 20, k: int = 10) -> list[Check]:
+    """Counts (memories, kinds, users, archive, feedback, jobs, history) and ``sample`` vector and text searches."""
+    checks: list[Check] = []
+
+    def check(name: str, a: object, b: object) -> None:
+        checks.append(Check(name, str(a), str(b), a == b))
+
+    check("memories", source.count(), target.count())
+    check("users with memories", source.user_count(), target.user_count())
+    check("memories by kind", sorted(source.count_by_kind().items()), sorted(target.count_by_kind().items()))
+    check("model", source.embedder_identity(), target.embedder_identity())
+    fb_s, fb_t = source.feedback(None), target.feedback(None)
+    check("feedback judgements", len(fb_s), len(fb_t))
+    users = source.user_ids() if isinstance(source, StoreTransfer) else []
+    check("archived memories", sum(_archived(source, u) for u in users), sum(_archived(target, u) for u in users))
+    check(
+        "jobs",
+        sum(len(source.jobs(u, None, 1_000_000)) for u in users),
+        sum(len(target.jobs(u, None, 1_000_000)) for u in users),
+    )
+    if isinstance(source, StoreTransfer) and isinstance(target, StoreTransfer):
+        check(
+            "memories with history",
+            sum(len(source.history_ids(u)) for u in users),
+            sum(len(target.history_ids(u)) for u in users),
+        )
+    items = _sample(source, sample)
+    vec_ok = text_ok = hist_ok = 0
+    for it in items:
+        if isinstance(source, StoreTransfer):
+            entry = source.stored_entries(it.user_id, [it.id]).get(it.id)
+            if entry is not None:
+                a = source.vector_search(it.user_id, entry.vector, k, Filters())
+                b = target.vector_search(it.user_id, entry.vector, k, Filters())
+                vec_ok += _same_ranking(a, b)
+            if isinstance(target, StoreTransfer):
+                hist_ok += source.history(it.user_id, it.id) == target.history(it.user_id, it.id)
+        terms = _WORD.findall(it.text.lower())[:3]
+        a = source.text_search(it.user_id, terms, k, Filters())
+        b = target.text_search(it.user_id, terms, k, Filters())
+        text_ok += _same_ranking(a, b)
+    n = len(items)
+    want = f"{n}/{n}"
+    if isinstance(source, StoreTransfer):
+        checks.append(Check(f"vector searches ranking alike (top {k})", want, f"{vec_ok}/{n}", vec_ok == n))
+    checks.append(Check(f"text searches ranking alike (top {k})", want, f"{text_ok}/{n}", text_ok == n))
+    if isinstance(source, StoreTransfer) and isinstance(target, StoreTransfer):
+        checks.append(Check("sampled histories equal", want, f"{hist_ok}/{n}", hist_ok == n))
+    return checks

@@ -1,0 +1,185 @@
+"""``memlane migrate``: a whole store copied (SQLite → SQLite, SQLite → SQLite + Qdrant), resumed after a kill."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memlane import Config, Memory, ValidationError
+from memlane.embedding.fake import HashEmbedder
+from memlane.migrate import checkpoint as ckpt
+from memlane.migrate import migrate
+from memlane.models import JobState
+from memlane.store import Store, open_store
+from memlane.store.base import StoreTransfer
+
+T2021 = datetime(2021, 3, 1, 9, 0, tzinfo=UTC)
+T2023 = datetime(2023, 6, 1, 9, 0, tzinfo=UTC)
+
+
+def build_source(db: Path, tmp: Path) -> None:
+    """A store holding every kind of thing a store keeps, for two users."""
+    config = Config(data_dir=tmp / "home", embedder="hash", infer=True)
+    with Memory(db, embedder=HashEmbedder(), config=config) as m:
+        m.add(
+            [
+                {"role": "user", "name": "Maya", "content": "I live in Boston."},
+                {"role": "assistant", "content": "Nice city!"},
+                {"role": "user", "name": "Maya", "content": "My favourite food is sushi."},
+            ],
+            user_id="maya",
+            session_id="s1",
+            timestamp=T2021,
+        )
+        m.add([{"role": "user", "name": "Maya", "content": "I moved to Denver."}], user_id="maya", timestamp=T2023)
+        for i in range(23):
+            m.add(f"note {i}: the garden needs {i} litres of water weekly", user_id="maya", session_id="s2")
+        for i in range(7):
+            m.add(f"tom's list item {i} about bicycles and repairs", user_id="tom")
+        hits = m.search("garden water", user_id="maya", top_k=3)
+        m.feedback(hits[0], useful=True, query="garden water")
+        m.feedback(hits[1], useful=False, query="garden water")
+        doomed = m.add("a note that will be deleted", user_id="maya").items[0]
+        m.delete(doomed.id, user_id="maya")
+    store = open_store(db)
+    maya = [it.id for it in store.iter_items("maya") if it.text.startswith("note 1")]
+    store.evict("maya", maya[:3], T2023)
+    store.evict("tom", [next(iter(store.iter_items("tom"))).id], T2021)
+    store.close()
+
+
+def snapshot(store: Store) -> dict[str, Any]:
+    """Everything a store holds that a copy must carry, in a comparable form."""
+    assert isinstance(store, StoreTransfer)
+    users = store.user_ids()
+    out: dict[str, Any] = {"users": users, "model": store.embedder_identity()}
+    for u in users:
+        items = list(store.iter_items(u))
+        ids = [it.id for it in items]
+        out[u] = {
+            "items": [it.model_dump(mode="json") for it in items],
+            "entries": {k: (e.body, e.vector.tolist()) for k, e in store.stored_entries(u, ids).items()},
+            "archive": [a.model_dump(mode="json") for a in store.archived(u, 1000, 0)],
+            "aliases": sorted(store.entity_aliases(u), key=repr),
+            "history": {
+                mid: [h.model_dump(mode="json") for h in store.history(u, mid)] for mid in store.history_ids(u)
+            },
+            "contradicted": {k: str(v) for k, v in store.contradicted(u, ids).items()},
+            "jobs": [
+                (j.id, j.kind, j.payload, j.state if j.state is not JobState.RUNNING else "queued")
+                for j in store.jobs(u, None)
+            ],
+            "feedback": store.feedback(u),
+        }
+    return out
+
+
+@pytest.fixture(scope="module")
+def source_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("source")
+    db = tmp / "source.db"
+    build_source(db, tmp)
+    return db
+
+
+def test_source_has_every_kind_of_thing(source_db: Path) -> None:
+    store = open_store(source_db)
+    snap = snapshot(store)
+    store.close()
+    maya = snap["maya"]
+    assert len(maya["archive"]) == 3 and len(snap["tom"]["archive"]) == 1
+    assert maya["aliases"] and maya["contradicted"] and maya["feedback"]
+    assert len(maya["history"]) > len(maya["items"])  # the deleted memory's history too
+    assert any(it["superseded_by"] for it in maya["items"])
+
+
+@pytest.mark.parametrize("to", ["sqlite", "sqlite+qdrant"])
+def test_a_store_is_copied_whole_and_verified(source_db: Path, tmp_path: Path, to: str) -> None:
+    if to == "sqlite+qdrant":
+        pytest.importorskip("qdrant_client", reason="memlane[qdrant] is not installed")
+    target_url = f"sqlite:///{tmp_path / 'target.db'}" + ("?vectors=qdrant+local" if to == "sqlite+qdrant" else "")
+    source, target = open_store(source_db), open_store(target_url)
+    seen: list[tuple[str, int, int]] = []
+    report = migrate(source, target, tmp_path / "ck.json", batch=7, on_progress=lambda *a: seen.append(a))
+    assert report.ok, [c for c in report.checks if not c.ok]
+    assert snapshot(target) == snapshot(source)
+    assert report.checkpoint.phase == "done" and report.checkpoint.copied["memories"] == source.count()
+    assert ("memories", source.count(), source.count()) in seen
+    assert {c.name for c in report.checks} >= {
+        "memories",
+        "archived memories",
+        "vector searches ranking alike (top 10)",
+    }
+    source.close()
+    target.close()
+
+
+def test_migrating_into_a_store_that_holds_memories_is_refused(source_db: Path, tmp_path: Path) -> None:
+    target = open_store(tmp_path / "t.db")
+    source = open_store(source_db)
+    target.set_embedder_identity(*source.embedder_identity())  # type: ignore[misc]
+    first = next(iter(source.iter_items("tom")))
+    target.insert([first], [first.text], source.stored_entries("tom", [first.id])[first.id].vector.reshape(1, -1))
+    with pytest.raises(ValidationError, match="already holds 1 memories"):
+        migrate(source, target, tmp_path / "ck.json")
+    source.close()
+    target.close()
+
+
+def _killed_copy(source: str, target: str, point: str, phase: str) -> None:
+    """Copy with small batches and die (SIGKILL) at the third checkpoint save within ``phase``, before it is
+    written: the batch it would record is already committed in the target.
+    """
+    real = ckpt.save
+    calls = 0
+
+    def save(path: Path, cp: ckpt.Checkpoint) -> None:
+        nonlocal calls
+        calls += cp.phase == phase
+        if calls == 3:
+            os.kill(os.getpid(), signal.SIGKILL)
+        real(path, cp)
+
+    ckpt.save = save  # type: ignore[assignment]
+    migrate(open_store(source), open_store(target), Path(point), batch=4)
+
+
+@pytest.mark.parametrize("phase", ["memories", "history"])
+def test_a_killed_copy_resumes_from_its_checkpoint(source_db: Path, tmp_path: Path, phase: str) -> None:
+    target_db, point = tmp_path / "target.db", tmp_path / "ck.json"
+    ctx = multiprocessing.get_context("fork")
+    child = ctx.Process(target=_killed_copy, args=(str(source_db), str(target_db), str(point), phase))
+    child.start()
+    child.join(120)
+    assert child.exitcode == -signal.SIGKILL
+    stopped = json.loads(point.read_text())
+    assert stopped["phase"] == phase
+
+    source, target = open_store(source_db), open_store(target_db)
+    report = migrate(source, target, point, batch=4)
+    assert report.ok, [c for c in report.checks if not c.ok]
+    assert report.checkpoint.resumed == 1
+    if phase == "memories":  # the batch committed before the kill is found in the target and skipped, not doubled
+        assert stopped["offset"] == 4 and report.checkpoint.skipped["memories"] == 4
+    assert snapshot(target) == snapshot(source)
+    source.close()
+    target.close()
+
+
+def test_a_checkpoint_of_another_copy_is_refused(source_db: Path, tmp_path: Path) -> None:
+    point = tmp_path / "ck.json"
+    source, target = open_store(source_db), open_store(tmp_path / "a.db")
+    migrate(source, target, point, batch=50, sample=2)
+    target.close()
+    other = open_store(tmp_path / "b.db")
+    with pytest.raises(ValidationError, match="checkpoint of a copy from"):
+        migrate(source, other, point)
+    source.close()
+    other.close()
