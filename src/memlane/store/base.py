@@ -394,7 +394,7 @@ class JobQueue(Protocol):
         ...
 
     def requeue_jobs(self, states: tuple[JobState, ...], user_id: str | None = None) -> int:
-        """Put jobs in these states back in the queue; returns how many."""
+        """Put jobs in these states back in the queue (a failed one with a fresh round of attempts); how many."""
         ...
 
 
