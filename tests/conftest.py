@@ -10,7 +10,7 @@ import pytest
 from memlane import Config, Memory
 from memlane.embedding.fake import HashEmbedder
 
-BACKENDS = ["sqlite-memory", "sqlite-file"]
+BACKENDS = ["sqlite-memory", "sqlite-file", "postgres"]
 
 
 @pytest.fixture
@@ -24,6 +24,10 @@ def open_backend(kind: str, tmp_path: Path, config: Config) -> Memory:
         return Memory(":memory:", embedder=HashEmbedder(), config=config)
     if kind == "sqlite-file":
         return Memory(tmp_path / "store.db", embedder=HashEmbedder(), config=config)
+    if kind == "postgres":  # a real server (tests/pg_server.py), its test database emptied
+        from tests.pg_server import postgres_url
+
+        return Memory(postgres_url(), embedder=HashEmbedder(), config=config)
     raise AssertionError(kind)
 
 
