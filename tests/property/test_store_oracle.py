@@ -16,10 +16,16 @@ texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=5).map(" ".join)
 
 class StoreVsOracle(RuleBasedStateMachine):
     memories = Bundle("memories")
+    backend = "sqlite-memory"
 
     def __init__(self) -> None:
         super().__init__()
-        self.memory = Memory(":memory:", embedder=HashEmbedder(dim=32), config=Config(embedder="hash"))
+        target = ":memory:"
+        if self.backend == "postgres":  # a real server (tests/pg_server.py), its test database emptied
+            from tests.pg_server import postgres_url
+
+            target = postgres_url()
+        self.memory = Memory(target, embedder=HashEmbedder(dim=32), config=Config(embedder="hash"))
         self.oracle: dict[str, tuple[str, str]] = {}  # id -> (user, text)
 
     @rule(target=memories, user=st.sampled_from(USERS), batch=st.lists(texts, min_size=1, max_size=3))
@@ -80,5 +86,12 @@ class StoreVsOracle(RuleBasedStateMachine):
         self.memory.close()
 
 
+class PostgresStoreVsOracle(StoreVsOracle):
+    backend = "postgres"
+
+
 StoreVsOracle.TestCase.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)
 TestStoreVsOracle = StoreVsOracle.TestCase
+# The same machine and oracle against the PostgreSQL backend (fewer runs: each starts from an emptied database).
+PostgresStoreVsOracle.TestCase.settings = settings(max_examples=15, stateful_step_count=25, deadline=None)
+TestPostgresStoreVsOracle = PostgresStoreVsOracle.TestCase

@@ -19,9 +19,9 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         CREATE EXTENSION IF NOT EXISTS btree_gin;
         CREATE EXTENSION IF NOT EXISTS unaccent;
         -- The lexical analysis: words as the default parser splits them (a hyphenated word by its parts), accents
-        -- removed, lower-cased and stemmed by Snowball English, no stop words (FTS5's porter unicode61 in SQLite).
+        -- removed, lower-cased and stemmed by the Porter stemmer, no stop words: as FTS5's porter unicode61 in SQLite.
         -- Addresses, hosts, paths and version numbers stay whole tokens, lower-cased.
-        CREATE TEXT SEARCH DICTIONARY memlane_stem (TEMPLATE = snowball, Language = english);
+        CREATE TEXT SEARCH DICTIONARY memlane_stem (TEMPLATE = snowball, Language = porter);
         CREATE TEXT SEARCH CONFIGURATION memlane (COPY = pg_catalog.simple);
         ALTER TEXT SEARCH CONFIGURATION memlane DROP MAPPING FOR asciihword, hword, numhword;
         ALTER TEXT SEARCH CONFIGURATION memlane ALTER MAPPING FOR
