@@ -36,3 +36,11 @@ def memory(request: pytest.FixtureRequest, tmp_path: Path, config: Config) -> It
     m = open_backend(request.param, tmp_path, config)
     yield m
     m.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say in the test log which PostgreSQL the PostgreSQL backend's tests ran against (if any ran)."""
+    from tests.pg_server import STARTED
+
+    for line in STARTED:
+        terminalreporter.write_line(f"PostgreSQL for the tests: {line}")

