@@ -158,3 +158,20 @@ def test_vector_search_can_use_the_hnsw_index() -> None:
         assert f"memories_vec_hnsw_{dim}" in plan
         hits = memory._store.vector_search("u", q, 5, Filters())
         assert len(hits) == 5
+
+
+def test_the_cli_takes_a_postgresql_url(tmp_path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from memlane.cli import app
+
+    env = {"MEMLANE_HOME": str(tmp_path / "home"), "MEMLANE_EMBEDDER": "hash", "MEMLANE_DB": postgres_url()}
+    runner = CliRunner()
+    added = runner.invoke(app, ["add", "--user", "ana", "I adopted a beagle called Biscuit", "--json"], env=env)
+    assert added.exit_code == 0, added.output
+    [item] = json.loads(added.stdout)
+    found = runner.invoke(app, ["search", "beagle", "--user", "ana", "--json"], env=env)
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.stdout)[0]["memory"]["id"] == item["id"]

@@ -33,8 +33,12 @@ app = typer.Typer(
 app.add_typer(bench_app, name="bench")
 
 DbOpt = Annotated[
-    Path | None,
-    typer.Option("--db", envvar="MEMLANE_DB", help="SQLite file (default: $MEMLANE_HOME/memlane.db)."),
+    str | None,
+    typer.Option(
+        "--db",
+        envvar="MEMLANE_DB",
+        help="SQLite file or store URL, e.g. postgresql://... (default: $MEMLANE_HOME/memlane.db).",
+    ),
 ]
 EmbedderOpt = Annotated[
     str | None,
@@ -45,7 +49,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON out
 
 
 @contextmanager
-def open_memory(db: Path | None, embedder: str | None) -> Iterator[Memory]:
+def open_memory(db: str | Path | None, embedder: str | None) -> Iterator[Memory]:
     """A Memory for one command, with memlane errors turned into a clean exit."""
     try:
         config = Config.from_env()
