@@ -28,28 +28,28 @@ B: Final = 0.75
 CONTEXT_WEIGHT: Final = 0.4
 
 # The query's lexemes, the user's collection statistics and each lexeme's IDF; then every matching memory of the
-# user (GIN: user and lexemes) scored from its own tsvector. ``{where}`` and ``{tail}`` are filled from constants.
+# user (GIN: user and lexemes) scored from its own tsvector (only the query's lexemes read). Each IDF is counted once
+# (MATERIALIZED: never per matching row). ``{where}`` and ``{tail}`` are filled from constants.
 _BM25: Final = f"""
 WITH q AS (
-    SELECT DISTINCT u.lexeme FROM unnest(to_tsvector('memlane', %(text)s)) u
+    SELECT array_agg(DISTINCT u.lexeme) AS lexemes FROM unnest(to_tsvector('memlane', %(text)s)) u
 ), st AS (
     SELECT docs::float8 AS n, tokens::float8 / greatest(docs, 1) AS avgdl FROM text_stats WHERE user_id = %(user)s
 ), tq AS (
-    SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS query FROM q
-), df AS (
-    SELECT q.lexeme, greatest(ln((0.5 + st.n - h.n) / (0.5 + h.n)), 1e-6) AS idf
-    FROM q CROSS JOIN st CROSS JOIN LATERAL (
+    SELECT (SELECT string_agg(quote_literal(x), ' | ') FROM unnest(q.lexemes) x)::tsquery AS query, q.lexemes FROM q
+), df AS MATERIALIZED (
+    SELECT l.lexeme, greatest(ln((0.5 + st.n - h.n) / (0.5 + h.n)), 1e-6) AS idf
+    FROM q CROSS JOIN st CROSS JOIN LATERAL unnest(q.lexemes) l (lexeme) CROSS JOIN LATERAL (
         SELECT count(*)::float8 AS n FROM memories d
-        WHERE d.user_id = %(user)s AND d.tsv @@ quote_literal(q.lexeme)::tsquery
+        WHERE d.user_id = %(user)s AND d.tsv @@ quote_literal(l.lexeme)::tsquery
     ) h
 )
-SELECT m.id, sum(df.idf * t.tf * {K1 + 1} / (t.tf + {K1} * ({1 - B} + {B} * m.doclen / st.avgdl))) AS s
+SELECT m.id, sum(df.idf * t.tf * {K1 + 1}::float8 / (t.tf + {K1}::float8 * ({1 - B}::float8 + {B}::float8 * m.doclen / st.avgdl))) AS s
 FROM memories m CROSS JOIN st CROSS JOIN tq
 CROSS JOIN LATERAL (
-    SELECT u.lexeme, (
-        SELECT sum(CASE w WHEN 'A' THEN 1.0 WHEN 'B' THEN {CONTEXT_WEIGHT} ELSE 0.0 END) FROM unnest(u.weights) w
-    ) AS tf
-    FROM unnest(m.tsv) u
+    SELECT u.lexeme, coalesce(cardinality(array_positions(u.weights, 'A')), 0)
+        + {CONTEXT_WEIGHT}::float8 * coalesce(cardinality(array_positions(u.weights, 'B')), 0) AS tf
+    FROM unnest(m.tsv) u WHERE u.lexeme = ANY(tq.lexemes)
 ) t
 JOIN df ON df.lexeme = t.lexeme
 WHERE m.user_id = %(user)s AND m.tsv @@ tq.query AND {{where}}
