@@ -111,4 +111,9 @@ def postgres_url() -> str:
         ]
         if tables:
             c.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+        # A new store has no vector index yet (it is made for the dimension of the first model recorded).
+        for (index,) in c.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname LIKE 'memories_vec_%%'"
+        ).fetchall():
+            c.execute(f'DROP INDEX "{index}"')
     return url

@@ -150,12 +150,12 @@ def test_vector_search_can_use_the_hnsw_index() -> None:
                 r[0]
                 for r in c.execute(
                     f"EXPLAIN SELECT id FROM memories m WHERE m.user_id = 'u' "
-                    f"ORDER BY m.vec::vector({dim}) <=> %s::vector({dim}) LIMIT 5",
+                    f"ORDER BY m.vec::vector({dim}) <#> %s::vector({dim}) LIMIT 5",
                     (q,),
                 ).fetchall()
             )
             c.execute("RESET enable_sort")
-        assert f"memories_vec_hnsw_{dim}" in plan
+        assert f"memories_vec_hnsw_ip_{dim}" in plan
         hits = memory._store.vector_search("u", q, 5, Filters())
         assert len(hits) == 5
 
@@ -175,3 +175,50 @@ def test_the_cli_takes_a_postgresql_url(tmp_path) -> None:
     found = runner.invoke(app, ["search", "beagle", "--user", "ana", "--json"], env=env)
     assert found.exit_code == 0, found.output
     assert json.loads(found.stdout)[0]["memory"]["id"] == item["id"]
+
+
+def test_row_level_security_confines_a_transaction_to_its_user(fresh_database: str) -> None:
+    """Defence in depth: the application's role (not a superuser) sees only the user a call is about, even
+    through a query that names no user.
+    """
+    PostgresStore(fresh_database).close()  # the schema, made by the administrator
+    role = f"memlane_app_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(fresh_database, autocommit=True) as c:
+        c.execute(f"CREATE ROLE {role} LOGIN")
+        c.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}")
+        c.execute(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {role}")
+    sep = "&" if "?" in fresh_database else "?"
+    try:
+        with Memory(
+            f"{fresh_database}{sep}user={role}", embedder=HashEmbedder(), config=Config(embedder="hash", infer=False)
+        ) as memory:
+            memory.add(["ana likes tea", "ana plays chess"], user_id="ana")
+            memory.add("bob likes coffee", user_id="bob")
+            assert memory.search("likes", user_id="ana")[0].memory.user_id == "ana"
+            db = memory._store._db
+            assert db.read("SELECT count(*) FROM memories")[0][0] == 3
+            assert db.read("SELECT count(*) FROM memories", scope="ana")[0][0] == 2
+            assert db.read("SELECT DISTINCT user_id FROM history", scope="bob") == [("bob",)]
+            with db.atomic("ana") as c:
+                changed = c.execute("UPDATE memories SET importance = 0 WHERE user_id = 'bob'").rowcount
+            assert changed == 0
+            with pytest.raises(StoreError, match="row-level security"), db.atomic("ana") as c:
+                c.execute("INSERT INTO entities VALUES ('bob', 'x', 'x', 'person', 'X')")
+    finally:
+        with psycopg.connect(fresh_database, autocommit=True) as c:
+            c.execute(f"DROP OWNED BY {role}")
+            c.execute(f"DROP ROLE {role}")
+
+
+def test_reindex_to_another_dimension_switches_the_vector_index() -> None:
+    url = postgres_url()
+    config = Config(embedder="hash", infer=False)
+    with Memory(url, embedder=HashEmbedder(dim=64), config=config) as memory:
+        memory.add(["tea in the garden", "chess on sunday", "a beagle called Biscuit"], user_id="u")
+    with Memory(url, embedder=HashEmbedder(dim=32), config=config) as memory:
+        assert memory.reindex() == 3
+        assert memory._store.embedder_identity() == (memory.embedder.identity, 32)
+        assert memory.search("beagle", user_id="u")[0].memory.text == "a beagle called Biscuit"
+        with psycopg.connect(url) as c:
+            names = {r[0] for r in c.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'memories_vec%'")}
+        assert names == {"memories_vec_hnsw_ip_32"}

@@ -29,7 +29,7 @@ class PostgresArchive:
         if not memory_ids:
             return 0
         moved = 0
-        with self._db.atomic() as c:
+        with self._db.atomic(user_id) as c:
             for mid in dict.fromkeys(memory_ids):
                 row = run(
                     c,
@@ -61,6 +61,7 @@ class PostgresArchive:
             "SELECT item, archived_at, reason FROM archive WHERE user_id = %s ORDER BY archived_at DESC, pk DESC "
             "LIMIT %s OFFSET %s",
             (user_id, limit, offset),
+            scope=user_id,
         )
         return [
             ArchivedMemory(memory=MemoryItem.model_validate_json(r[0]), archived_at=from_micros(int(r[1])), reason=r[2])
@@ -69,7 +70,7 @@ class PostgresArchive:
 
     def restore(self, user_id: str, memory_id: str, at: datetime) -> MemoryItem:
         """Bring an archived memory back into every index, logging RESTORE."""
-        with self._db.atomic() as c:
+        with self._db.atomic(user_id) as c:
             row = run(
                 c,
                 "SELECT pk, item, body, vec FROM archive WHERE user_id = %s AND id = %s FOR UPDATE",

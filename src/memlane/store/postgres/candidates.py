@@ -32,6 +32,7 @@ class PostgresCandidateIndex:
             "m.intent, (SELECT array_agg(e.entity || CASE WHEN e.said_by THEN '+' ELSE '-' END) FROM memory_entities e "
             "WHERE e.pk = m.pk AND e.entity = ANY(%s)) FROM memories m WHERE m.user_id = %s AND m.id = ANY(%s)",
             (ents, user_id, list(memory_ids)),
+            scope=user_id,
         )
         out: dict[str, CandidateFacts] = {}
         for mid, ts, imp, session, position, ev_start, ev_end, category, intent, involved in rows:
@@ -57,6 +58,7 @@ class PostgresCandidateIndex:
             "AND n.position BETWEEN m.position - %s AND m.position + %s "
             "WHERE m.user_id = %s AND m.id = ANY(%s)",
             (width, width, user_id, list(memory_ids)),
+            scope=user_id,
         )
         return {str(nid): Position(session, int(position)) for nid, session, position in rows}
 
@@ -67,5 +69,6 @@ class PostgresCandidateIndex:
         rows = self._db.read(
             f"SELECT m.id FROM memories m WHERE m.user_id = %s AND m.id = ANY(%s) AND {where}",
             (user_id, list(memory_ids), *params),
+            scope=user_id,
         )
         return {str(r[0]) for r in rows}

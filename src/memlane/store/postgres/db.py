@@ -45,6 +45,14 @@ def redact(url: str) -> str:
     return f"{scheme}{sep}{auth.split(':', 1)[0]}:***@{host}"
 
 
+def _confine(conn: psycopg.Connection[Any], scope: str | None) -> None:
+    """Row-level security for the rest of this transaction: only rows of user ``scope`` (defence in depth: every
+    query names its user anyway). Enforced for roles that are not superusers and do not bypass it.
+    """
+    if scope is not None:
+        conn.execute("SELECT set_config('memlane.scope', %s, true)", (scope,))
+
+
 class Database:
     """A pool of connections; each thread's transaction holds one connection until it ends."""
 
@@ -83,9 +91,10 @@ class Database:
         """Apply the pending migrations; processes starting at once queue on one advisory lock."""
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)"
-            )
+            # Created only when missing: a role without CREATE rights may use a schema an administrator made.
+            found = conn.execute("SELECT to_regclass('migrations')").fetchone()
+            if found is None or found[0] is None:
+                conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)")
             applied = {str(r[0]) for r in conn.execute("SELECT name FROM migrations").fetchall()}
             unknown = applied - {name for name, _ in MIGRATIONS}
             if unknown:
@@ -98,10 +107,11 @@ class Database:
                 conn.execute("INSERT INTO migrations VALUES (%s, now())", (name,))
 
     @contextlib.contextmanager
-    def atomic(self) -> Iterator[psycopg.Connection[Any]]:
+    def atomic(self, scope: str | None = None) -> Iterator[psycopg.Connection[Any]]:
         """A transaction (a savepoint when nested in this thread's): all of it commits, or none of it.
 
-        Driver errors leave as ``StoreError``s (translated once, here); memlane's own errors pass unchanged.
+        With ``scope`` (a user id) row-level security confines the transaction to that user's rows. Driver errors
+        leave as ``StoreError``s (translated once, here); memlane's own errors pass unchanged.
         """
         held: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
         try:
@@ -112,6 +122,7 @@ class Database:
             with self.pool.connection() as conn, conn.transaction():
                 self._local.conn = conn
                 try:
+                    _confine(conn, scope)
                     yield conn
                 finally:
                     self._local.conn = None
@@ -119,21 +130,24 @@ class Database:
             raise translate(exc, self.location) from exc
 
     @contextlib.contextmanager
-    def reading(self) -> Iterator[psycopg.Connection[Any]]:
-        """A connection for reads (this thread's transaction's, if one is open), driver errors translated."""
+    def reading(self, scope: str | None = None) -> Iterator[psycopg.Connection[Any]]:
+        """A connection for reads (this thread's transaction's, if one is open; else one transaction confined to
+        ``scope`` when given), driver errors translated.
+        """
         held: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
         try:
             if held is not None:
                 yield held
                 return
             with self.pool.connection() as conn:
+                _confine(conn, scope)
                 yield conn
         except psycopg.Error as exc:
             raise translate(exc, self.location) from exc
 
-    def read(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
-        """All rows of one query."""
-        with self.reading() as c:
+    def read(self, sql: str, params: Sequence[Any] | dict[str, Any] = (), *, scope: str | None = None) -> list[Any]:
+        """All rows of one query (confined to the user ``scope`` by row-level security when given)."""
+        with self.reading(scope) as c:
             return c.execute(sql.encode(), params).fetchall()
 
     def size_bytes(self) -> int:

@@ -47,7 +47,9 @@ class PostgresEntityIndex:
     _db: Database
 
     def entity_aliases(self, user_id: str) -> builtins.list[AliasRow]:
-        rows = self._db.read("SELECT alias, canonical, kind, display FROM entities WHERE user_id = %s", (user_id,))
+        rows = self._db.read(
+            "SELECT alias, canonical, kind, display FROM entities WHERE user_id = %s", (user_id,), scope=user_id
+        )
         return [AliasRow(str(a), str(t), str(k), str(d)) for a, t, k, d in rows]
 
     def resolve_aliases(self, user_id: str, keys: Sequence[str]) -> dict[str, str]:
@@ -55,7 +57,9 @@ class PostgresEntityIndex:
         if not wanted:
             return {}
         rows = self._db.read(
-            "SELECT alias, canonical FROM entities WHERE user_id = %s AND alias = ANY(%s)", (user_id, wanted)
+            "SELECT alias, canonical FROM entities WHERE user_id = %s AND alias = ANY(%s)",
+            (user_id, wanted),
+            scope=user_id,
         )
         return {str(a): str(t) for a, t in rows}
 
@@ -66,6 +70,7 @@ class PostgresEntityIndex:
         rows = self._db.read(
             "SELECT DISTINCT entity FROM memory_entities WHERE user_id = %s AND said_by AND entity = ANY(%s)",
             (user_id, wanted),
+            scope=user_id,
         )
         return [str(r[0]) for r in rows]
 
@@ -74,6 +79,8 @@ class PostgresEntityIndex:
         if not wanted:
             return []
         rows = self._db.read(
-            "SELECT DISTINCT entity FROM memory_entities WHERE user_id = %s AND entity = ANY(%s)", (user_id, wanted)
+            "SELECT DISTINCT entity FROM memory_entities WHERE user_id = %s AND entity = ANY(%s)",
+            (user_id, wanted),
+            scope=user_id,
         )
         return [str(r[0]) for r in rows]

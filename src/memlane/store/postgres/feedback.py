@@ -18,7 +18,7 @@ class PostgresFeedback:
     _db: Database
 
     def add_feedback(self, user_id: str, query: str, memory_id: str, useful: bool, at: datetime) -> None:
-        with self._db.atomic() as c:
+        with self._db.atomic(user_id) as c:
             row = run(c, "SELECT 1 FROM memories WHERE user_id = %s AND id = %s", (user_id, memory_id)).fetchone()
             if row is None:
                 raise NotFoundError(f"no memory {memory_id!r} for user {user_id!r}")

@@ -53,6 +53,7 @@ class PostgresHistory:
             "SELECT event, at, old_text, new_text, changes FROM history WHERE user_id = %s AND memory_id = %s "
             "ORDER BY seq",
             (user_id, memory_id),
+            scope=user_id,
         )
         return [
             HistoryEntry(

@@ -51,7 +51,7 @@ class PostgresJobQueue:
             jobs_sql.finish(c, outcome, to_micros(utcnow()))
 
     def job(self, user_id: str, job_id: str) -> Job:
-        with self._db.reading() as c:
+        with self._db.reading(user_id) as c:
             found = jobs_sql.get(c, user_id, job_id)
         if found is None:
             raise NotFoundError(f"no job {job_id!r} for user {user_id!r}")

@@ -18,7 +18,7 @@ class PostgresReads:
     _db: Database
 
     def get(self, user_id: str, memory_id: str) -> MemoryItem:
-        rows = self._db.read(f"{SELECT_ITEM} WHERE m.user_id = %s AND m.id = %s", (user_id, memory_id))
+        rows = self._db.read(f"{SELECT_ITEM} WHERE m.user_id = %s AND m.id = %s", (user_id, memory_id), scope=user_id)
         if not rows:
             raise NotFoundError(f"no memory {memory_id!r} for user {user_id!r}")
         return row_to_item(rows[0])
@@ -26,7 +26,9 @@ class PostgresReads:
     def get_many(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, MemoryItem]:
         if not memory_ids:
             return {}
-        rows = self._db.read(f"{SELECT_ITEM} WHERE m.user_id = %s AND m.id = ANY(%s)", (user_id, list(memory_ids)))
+        rows = self._db.read(
+            f"{SELECT_ITEM} WHERE m.user_id = %s AND m.id = ANY(%s)", (user_id, list(memory_ids)), scope=user_id
+        )
         items = (row_to_item(r) for r in rows)
         return {it.id: it for it in items}
 
@@ -35,6 +37,7 @@ class PostgresReads:
         rows = self._db.read(
             f"{SELECT_ITEM} WHERE m.user_id = %s AND {where} ORDER BY m.ts, m.pk LIMIT %s OFFSET %s",
             (user_id, *params, limit, offset),
+            scope=user_id,
         )
         return [row_to_item(r) for r in rows]
 
@@ -47,6 +50,7 @@ class PostgresReads:
             f"{SELECT_ITEM} WHERE m.user_id = %s AND m.content_hash = ANY(%s) "
             "ORDER BY m.valid_until IS NULL, m.pk DESC",
             (user_id, list(hashes)),
+            scope=user_id,
         )
         for row in rows:
             item = row_to_item(row)
@@ -58,7 +62,9 @@ class PostgresReads:
         if not kinds:
             return 0
         rows = self._db.read(
-            "SELECT count(*) FROM memories WHERE user_id = %s AND kind = ANY(%s)", (user_id, [k.value for k in kinds])
+            "SELECT count(*) FROM memories WHERE user_id = %s AND kind = ANY(%s)",
+            (user_id, [k.value for k in kinds]),
+            scope=user_id,
         )
         return int(rows[0][0])
 

@@ -190,4 +190,29 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         )
         """,
     ),
+    (
+        # Row-level security as defence in depth: a transaction confined to one user (``memlane.scope``, set by the
+        # store for every call about one user) sees and writes only that user's rows, even through a query that
+        # forgot its user condition. Unconfined transactions (jobs across users, counts, re-embedding) see all.
+        # FORCE: the tables' owner (normally the application's role) is held to it too; superusers never are.
+        "0002_row_security",
+        """
+        DO $$
+        DECLARE t text;
+        BEGIN
+            FOREACH t IN ARRAY ARRAY[
+                'memories', 'memory_entities', 'entities', 'history', 'feedback', 'jobs', 'archive',
+                'contradictions', 'text_stats'
+            ] LOOP
+                EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
+                EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
+                EXECUTE format(
+                    'CREATE POLICY memlane_scope ON %I USING '
+                    '(coalesce(current_setting(''memlane.scope'', true), '''') IN ('''', user_id))',
+                    t
+                );
+            END LOOP;
+        END $$
+        """,
+    ),
 )

@@ -127,7 +127,7 @@ class PostgresTextIndex:
             tail += " LIMIT %(limit)s"
             params["limit"] = int(limit)
         sql = _BM25.replace("{where}", _named(where, len(wparams))).replace("{tail}", tail)
-        return [(str(i), float(s)) for i, s in self._db.read(sql, params)]
+        return [(str(i), float(s)) for i, s in self._db.read(sql, params, scope=user_id)]
 
     def text_scores(
         self, user_id: str, terms: Sequence[str], memory_ids: Sequence[str], filters: Filters
@@ -138,4 +138,4 @@ class PostgresTextIndex:
         params = _params(user_id, terms, wparams)
         params["ids"] = list(dict.fromkeys(memory_ids))
         sql = _BM25.replace("{where}", f"m.id = ANY(%(ids)s) AND {_named(where, len(wparams))}").replace("{tail}", "")
-        return {str(i): float(s) for i, s in self._db.read(sql, params)}
+        return {str(i): float(s) for i, s in self._db.read(sql, params, scope=user_id)}

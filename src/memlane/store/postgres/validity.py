@@ -63,6 +63,7 @@ class PostgresValidity:
             "SELECT memory_id, superseded, contradicted_by, since FROM contradictions "
             "WHERE user_id = %s AND memory_id = ANY(%s) ORDER BY since, superseded",
             (user_id, list(memory_ids)),
+            scope=user_id,
         )
         for memory_id, old, new, since in rows:
             # the earliest supersession is when the message stopped being current

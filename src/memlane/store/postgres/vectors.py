@@ -1,4 +1,4 @@
-"""The dense dimension in PostgreSQL: pgvector HNSW (cosine) with a tunable ``ef_search``, the embedding cache, the
+"""The dense dimension in PostgreSQL: pgvector HNSW (inner product of unit vectors) with a tunable ``ef_search``, the embedding cache, the
 model identity, and re-embedding beside the live vectors, switched in atomically.
 
 The vector column has no fixed dimension (the model is chosen after the schema exists); the HNSW index is an
@@ -9,6 +9,7 @@ A search casts the same way, so the planner can use it; a small user is answered
 from __future__ import annotations
 
 import builtins
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -23,16 +24,39 @@ from memlane.store.sqlite.rows import row_to_item
 
 TARGET_KEY: Final = "reindex_target"
 
+log = logging.getLogger(__name__)
+
 
 def ensure_hnsw(c: psycopg.Connection[Any], dim: int) -> None:
-    """The HNSW index for vectors of ``dim`` dimensions (created once; concurrent creators queue on the lock)."""
+    """The HNSW index for vectors of ``dim`` dimensions (created once; concurrent creators queue on the lock).
+
+    A role that may not create it (not the table's owner) goes on without it, with a warning naming the statement
+    for the owner to run: searches stay exact, only slower on large users.
+    """
     dim = int(dim)
+    name = f"memories_vec_hnsw_ip_{dim}"
+    statement = f"CREATE INDEX IF NOT EXISTS {name} ON memories USING hnsw ((vec::vector({dim})) vector_ip_ops)"
+    if run(c, "SELECT to_regclass(%s)", (name,)).fetchone() not in (None, (None,)):
+        return
     run(c, "SELECT pg_advisory_xact_lock(hashtextextended('memlane-hnsw', 0))")
-    run(
+    try:
+        with c.transaction():
+            run(c, statement)
+    except psycopg.errors.InsufficientPrivilege:
+        log.warning("no HNSW index for %d-dimensional vectors (this role may not create it); run: %s", dim, statement)
+
+
+def drop_other_hnsw(c: psycopg.Connection[Any], dim: int) -> None:
+    """Drop the HNSW indexes over any dimension but ``dim`` (the model changed)."""
+    keep = f"memories_vec_hnsw_ip_{int(dim)}"
+    names = run(
         c,
-        f"CREATE INDEX IF NOT EXISTS memories_vec_hnsw_{dim} ON memories "
-        f"USING hnsw ((vec::vector({dim})) vector_cosine_ops)",
-    )
+        "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'memories' "
+        "AND indexname LIKE 'memories_vec_hnsw_ip_%%' AND indexname != %s",
+        (keep,),
+    ).fetchall()
+    for (name,) in names:
+        run(c, f'DROP INDEX IF EXISTS "{name}"')
 
 
 def _set_meta(c: psycopg.Connection[Any], key: str, value: str) -> None:
@@ -44,7 +68,9 @@ def _set_meta(c: psycopg.Connection[Any], key: str, value: str) -> None:
 
 
 class PostgresVectorIndex:
-    """Cosine similarity (vectors are unit-normalised) as ``1 - (a <=> b)``, computed by pgvector."""
+    """Cosine similarity as the inner product of unit-normalised vectors (``-(a <#> b)``, computed by pgvector):
+    as the SQLite store scores, and a zero vector scores 0 instead of leaving the index (as cosine distance would).
+    """
 
     _db: Database
 
@@ -57,9 +83,10 @@ class PostgresVectorIndex:
         dim = len(q)
         where, params = filter_sql(filters)
         rows = self._db.read(
-            f"SELECT m.id, 1 - (m.vec::vector({dim}) <=> %s::vector({dim})) AS s FROM memories m "
-            f"WHERE m.user_id = %s AND {where} ORDER BY m.vec::vector({dim}) <=> %s::vector({dim}), m.pk LIMIT %s",
+            f"SELECT m.id, -(m.vec::vector({dim}) <#> %s::vector({dim})) AS s FROM memories m "
+            f"WHERE m.user_id = %s AND {where} ORDER BY m.vec::vector({dim}) <#> %s::vector({dim}), m.pk LIMIT %s",
             (q, user_id, *params, q, int(limit)),
+            scope=user_id,
         )
         return [(str(i), float(s)) for i, s in rows]
 
@@ -68,8 +95,9 @@ class PostgresVectorIndex:
             return {}
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
         rows = self._db.read(
-            "SELECT id, 1 - (vec <=> %s) FROM memories WHERE user_id = %s AND id = ANY(%s)",
+            "SELECT id, -(vec <#> %s) FROM memories WHERE user_id = %s AND id = ANY(%s)",
             (q, user_id, list(dict.fromkeys(memory_ids))),
+            scope=user_id,
         )
         return {str(i): float(s) for i, s in rows}
 
@@ -129,6 +157,7 @@ class PostgresVectorIndex:
             ).fetchone()
             if missing is not None:
                 return False
+            drop_other_hnsw(c, dim)  # an index over another dimension would refuse the new vectors
             run(c, "UPDATE memories m SET vec = n.vec FROM vectors_next n WHERE n.pk = m.pk")
             run(c, "DELETE FROM vectors_next")
             run(c, "DELETE FROM meta WHERE key = %s", (TARGET_KEY,))

@@ -168,7 +168,7 @@ class PostgresWrites:
         entry: HistoryEntry,
         aliases: Sequence[AliasRow] = (),
     ) -> None:
-        with self._db.atomic() as c:
+        with self._db.atomic(item.user_id) as c:
             pk = row_key(c, item.user_id, item.id)
             update_fields(c, pk, item)
             write_aliases(c, item.user_id, aliases)
@@ -182,7 +182,7 @@ class PostgresWrites:
             log_event(c, item.user_id, item.id, entry.event, entry.at, entry.old_text, entry.new_text, entry.changes)
 
     def delete(self, user_id: str, memory_id: str, at: datetime) -> builtins.list[str]:
-        with self._db.atomic() as c:
+        with self._db.atomic(user_id) as c:
             pk = row_key(c, user_id, memory_id)
             removed = [memory_id]
             remove_row(c, user_id, pk, memory_id, at, {})
@@ -203,7 +203,7 @@ class PostgresWrites:
         return removed
 
     def delete_user(self, user_id: str) -> int:
-        with self._db.atomic() as c:
+        with self._db.atomic(user_id) as c:
             row = run(c, "SELECT count(*) FROM memories WHERE user_id = %s", (user_id,)).fetchone()
             n = int(row[0]) if row else 0
             for table in (
@@ -222,7 +222,7 @@ class PostgresWrites:
     def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None:
         if not memory_ids:
             return
-        with self._db.atomic() as c:
+        with self._db.atomic(user_id) as c:
             run(
                 c,
                 "UPDATE memories SET access_count = access_count + 1, last_accessed = %s "
