@@ -69,6 +69,8 @@ class Database:
             conninfo,
             min_size=1,
             max_size=max(1, pool_size),
+            # Autocommit: a read outside a transaction is one round trip (no BEGIN and COMMIT around it).
+            kwargs={"autocommit": True},
             configure=self._configure,
             open=False,
             name="memlane",
@@ -140,8 +142,13 @@ class Database:
                 yield held
                 return
             with self.pool.connection() as conn:
-                _confine(conn, scope)
-                yield conn
+                if scope is None:
+                    yield conn
+                    return
+                # BEGIN, the confinement and the query leave in one round trip (a pipeline), COMMIT in another.
+                with conn.pipeline(), conn.transaction():
+                    _confine(conn, scope)
+                    yield conn
         except psycopg.Error as exc:
             raise translate(exc, self.location) from exc
 
