@@ -86,8 +86,10 @@ class Database:
         # An index scan of HNSW goes on past ``ef_search`` candidates until the filters (the user above all)
         # leave enough rows, in exact distance order (pgvector's iterative scans).
         conn.execute(f"SET hnsw.ef_search = {int(self.ef_search)}")
-        conn.execute("SET hnsw.iterative_scan = strict_order")
-        conn.commit()
+        try:
+            conn.execute("SET hnsw.iterative_scan = strict_order")
+        except psycopg.errors.UndefinedObject:  # pgvector before 0.8: a filtered search may come back short
+            log.warning("%s: pgvector before 0.8 has no iterative index scans; upgrade it", self.location)
 
     def _migrate(self, conn: psycopg.Connection[Any]) -> None:
         """Apply the pending migrations; processes starting at once queue on one advisory lock."""
