@@ -15,7 +15,7 @@ import psycopg
 
 import memlane.store.postgres.jobs as jobs_sql
 from memlane.embedding.base import Vectors
-from memlane.enrich.entities import AliasRow
+from memlane.enrich.entities import AliasRow, canonical
 from memlane.errors import NotFoundError, StoreError
 from memlane.models import HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKind, utcnow
 from memlane.store.outcome import JobClaim, JobOutcome
@@ -44,6 +44,33 @@ def insert_row(c: psycopg.Connection[Any], item: MemoryItem, body: str, vec: Vec
     pk = int(row[0])
     write_entities(c, pk, item)
     return pk
+
+
+_PREVIOUS: Final = (
+    "coalesce((SELECT p.text FROM memories p WHERE p.user_id = %s AND p.session_id IS NOT DISTINCT FROM %s "
+    "AND p.position = %s AND p.kind = 'message' LIMIT 1), '')"
+)
+# A memory, its text entry (the previous turn's words found inside the statement) and its entity rows, in one
+# statement that returns nothing: an add's statements then leave together (a pipeline), not one round trip each.
+_INSERT_WITH_ENTITIES: Final = (
+    f"WITH ins AS (INSERT INTO memories ({COLUMNS}, embed_hash, body, ctx, vec) VALUES ({_MARKS}, %s, %s, {{ctx}}, %s) "
+    "RETURNING pk, user_id) INSERT INTO memory_entities (pk, user_id, entity, said_by) "
+    "SELECT ins.pk, ins.user_id, e, e = %s FROM ins, unnest(%s::text[]) e ON CONFLICT DO NOTHING"
+)
+
+
+def insert_item(c: psycopg.Connection[Any], item: MemoryItem, body: str, vec: Vectors) -> None:
+    """``insert_row`` without reading anything back (for an add's pipeline)."""
+    speaker = canonical(item.speaker) if item.speaker else ""
+    names = list(dict.fromkeys(item.entities))
+    head = (*item_params(item, embed_hash(body)), body)
+    if item.kind == MemoryKind.MESSAGE and item.position:
+        sql = _INSERT_WITH_ENTITIES.replace("{ctx}", _PREVIOUS)
+        params: tuple[Any, ...] = (*head, item.user_id, item.session_id, item.position - 1, vec, speaker, names)
+    else:
+        sql = _INSERT_WITH_ENTITIES.replace("{ctx}", "''")
+        params = (*head, vec, speaker, names)
+    run(c, sql, params)
 
 
 def row_key(c: psycopg.Connection[Any], user_id: str, memory_id: str) -> int:
@@ -136,14 +163,14 @@ class PostgresWrites:
         if not items and not updates and not jobs and finish is None:
             return
         vecs = np.ascontiguousarray(vectors, dtype=np.float32)
-        with self._db.atomic() as c:
+        with self._db.atomic() as c, c.pipeline():
             if finish is not None:  # first: a fenced job writes nothing
                 jobs_sql.finish(c, finish, to_micros(utcnow()))
             next_position: dict[tuple[str, str | None], int] = {}
             for item, body, vec in zip(items, index_texts, vecs, strict=True):
                 if item.position is None and item.kind == MemoryKind.MESSAGE:
                     item.position = _next_position(c, next_position, item.user_id, item.session_id)
-                insert_row(c, item, body, vec)
+                insert_item(c, item, body, vec)
                 extra = dict((changes or {}).get(item.id, {}))
                 log_event(c, item.user_id, item.id, event, item.created_at, None, item.text, extra)
                 if item.superseded_by:  # an older claim learnt late: born superseded, so are its messages
