@@ -19,7 +19,8 @@ from memlane.store.outcome import JobClaim, JobFencedError, JobOutcome
 from memlane.store.postgres.rows import run
 from memlane.store.sqlite.rows import from_micros, to_micros
 
-_SELECT: Final = "SELECT id, user_id, kind, payload, state, attempts, error, created_at, updated_at FROM jobs"
+_COLUMNS: Final = "SELECT id, user_id, kind, payload, state, attempts, error, created_at, updated_at, not_before"
+_SELECT: Final = f"{_COLUMNS} FROM jobs"
 
 
 def _job(row: tuple[Any, ...]) -> Job:
@@ -33,6 +34,7 @@ def _job(row: tuple[Any, ...]) -> Job:
         error=row[6],
         created_at=from_micros(int(row[7])),
         updated_at=from_micros(int(row[8])),
+        not_before=None if row[9] is None else from_micros(int(row[9])),
     )
 
 
@@ -45,7 +47,7 @@ def enqueue(c: psycopg.Connection[Any], job: Job, claim: JobClaim | None = None)
     run(
         c,
         "INSERT INTO jobs (id, user_id, kind, payload, state, attempts, error, created_at, updated_at, "
-        "lease_owner, lease_until) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        "lease_owner, lease_until, not_before) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
         (
             job.id,
             job.user_id,
@@ -58,6 +60,7 @@ def enqueue(c: psycopg.Connection[Any], job: Job, claim: JobClaim | None = None)
             to_micros(job.updated_at),
             held.owner if held else None,
             held.until if held else None,
+            None if job.not_before is None else to_micros(job.not_before),
         ),
     )
 
@@ -108,12 +111,37 @@ def claim(c: psycopg.Connection[Any], at: int, claim: JobClaim, is_dead: Callabl
     dead = [str(r[0]) for r in owners if is_dead(str(r[0]))]
     row = run(
         c,
-        f"{_SELECT} WHERE state = 'queued' OR (state = 'running' AND (lease_until IS NULL OR lease_until < %s "
-        "OR lease_owner = ANY(%s))) ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED",
-        (at, dead),
+        f"{_SELECT} WHERE (state = 'queued' OR (state = 'running' AND (lease_until IS NULL OR lease_until < %s "
+        "OR lease_owner = ANY(%s)))) AND (not_before IS NULL OR not_before <= %s) "
+        "ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED",
+        (at, dead, at),
     ).fetchone()
     if row is None:
         return None
+    return _take(c, row, at, claim)
+
+
+def claim_id(
+    c: psycopg.Connection[Any], job_id: str, at: int, claim: JobClaim, is_dead: Callable[[str], bool]
+) -> Job | None:
+    """The job ``job_id``, now running under ``claim`` with one more attempt, if it is queued (whatever its
+    ``not_before``: this is the delivery it was held back for) or running under a lapsed lease or a dead owner;
+    ``None`` when it is done, failed, held by a live owner, or gone.
+    """
+    found = run(c, f"{_COLUMNS}, lease_owner, lease_until FROM jobs WHERE id = %s FOR UPDATE", (job_id,)).fetchone()
+    if found is None:
+        return None
+    state, owner, until = found[4], found[10], found[11]
+    if state == JobState.QUEUED.value:
+        return _take(c, found[:10], at, claim)
+    if state != JobState.RUNNING.value:
+        return None
+    if owner is None or until is None or int(until) < at or is_dead(str(owner)):
+        return _take(c, found[:10], at, claim)
+    return None
+
+
+def _take(c: psycopg.Connection[Any], row: tuple[Any, ...], at: int, claim: JobClaim) -> Job:
     run(
         c,
         "UPDATE jobs SET state = %s, attempts = attempts + 1, updated_at = %s, lease_owner = %s, lease_until = %s "
@@ -124,6 +152,26 @@ def claim(c: psycopg.Connection[Any], at: int, claim: JobClaim, is_dead: Callabl
     return job.model_copy(
         update={"state": JobState.RUNNING, "attempts": job.attempts + 1, "updated_at": from_micros(at)}
     )
+
+
+def retry_later(c: psycopg.Connection[Any], job_id: str, owner: str, error: str, not_before: int, at: int) -> bool:
+    """Put a job back in the queue after a failed attempt (counted), held back until ``not_before``; it must be
+    running under ``owner``'s lease or have just been recorded failed by its handler (else ``False``).
+    """
+    cur = run(
+        c,
+        "UPDATE jobs SET state = 'queued', error = %s, updated_at = %s, lease_owner = NULL, lease_until = NULL, "
+        "not_before = %s WHERE id = %s AND ((state = 'running' AND lease_owner = %s) OR (state = 'failed' "
+        "AND lease_owner IS NULL))",
+        (error, at, not_before, job_id, owner),
+    )
+    return cur.rowcount > 0
+
+
+def unhold(c: psycopg.Connection[Any], job_id: str) -> bool:
+    """Let the queue scan take a queued job at once (its broker could not be reached)."""
+    cur = run(c, "UPDATE jobs SET not_before = NULL WHERE id = %s AND state = 'queued'", (job_id,))
+    return cur.rowcount > 0
 
 
 def renew(c: psycopg.Connection[Any], job_id: str, claim: JobClaim) -> bool:
@@ -206,7 +254,7 @@ def requeue(c: psycopg.Connection[Any], states: tuple[JobState, ...], user_id: s
     scope, params = ("AND user_id = %s ", [user_id]) if user_id is not None else ("", [])
     cur = run(
         c,
-        "UPDATE jobs SET state = 'queued', updated_at = %s, lease_owner = NULL, lease_until = NULL "
+        "UPDATE jobs SET state = 'queued', updated_at = %s, lease_owner = NULL, lease_until = NULL, not_before = NULL "
         f"WHERE state = ANY(%s) {scope}",
         (at, [s.value for s in states], *params),
     )

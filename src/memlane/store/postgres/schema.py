@@ -215,4 +215,11 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         END $$
         """,
     ),
+    (
+        # A queued job held back from the queue scan until then (handed to a broker, or a retry's backoff).
+        "0003_job_dispatch",
+        """
+        ALTER TABLE jobs ADD COLUMN not_before BIGINT
+        """,
+    ),
 )
