@@ -95,6 +95,10 @@ def bench_locomo(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write all results to this JSON (.gz) file.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="Only the first N conversations.")] = None,
     quick: QuickOpt = False,
+    store: Annotated[
+        str | None,
+        typer.Option("--store", help="An empty store URL to measure (e.g. postgresql://...). Default: SQLite."),
+    ] = None,
 ) -> None:
     """Turn-level LoCoMo retrieval: recall@k, nDCG@10, MRR per category with CIs, paired tests, tokens, latency."""
     from memlane.bench.locomo import render_report, run_locomo, write_json
@@ -102,7 +106,14 @@ def bench_locomo(
     try:
         with tracking() as tracker:
             report = run_locomo(
-                data, presets=config_names, split=split, embedder=embedder, limit=limit, quick=quick, tracker=tracker
+                data,
+                presets=config_names,
+                split=split,
+                embedder=embedder,
+                limit=limit,
+                quick=quick,
+                tracker=tracker,
+                store=store,
             )
     except MemlaneError as exc:
         _fail(str(exc))
@@ -266,6 +277,10 @@ def bench_scale(
     ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results to this JSON file.")] = None,
     quick: QuickOpt = False,
+    store: Annotated[
+        str | None,
+        typer.Option("--store", help="An empty store URL to measure (e.g. postgresql://...). Default: SQLite files."),
+    ] = None,
 ) -> None:
     """Ingest items/s, search p50/p95/p99 (alone, and right after an add), peak RSS and disk against size and users."""
     from memlane.bench.locomo import write_json
@@ -280,6 +295,7 @@ def bench_scale(
             queries=queries,
             quick=quick,
             preset=preset,
+            store=store,
         )
         command = _command("scale")
 
