@@ -54,6 +54,7 @@ from memlane.models import (
 from memlane.retrieval.rerank import make_reranker
 from memlane.retrieval.search import Retriever
 from memlane.retrieval.tuning import FitResult, LabelledQuery, QueryMatrix, fit, split_groups
+from memlane.scope import DEFAULT_TENANT, check_tenant, in_tenant, scope_key, unscope, unscope_all
 from memlane.security.transfer import EXPORT_FORMAT, ImportLine, read_export, write_export
 from memlane.security.validation import (
     Limits,
@@ -240,6 +241,7 @@ class Memory:
         metadata: Mapping[str, Any] | None = None,
         infer: bool | None = None,
         async_mode: bool = False,
+        tenant: str | None = None,
     ) -> AddResult:
         """Store each message losslessly as a ``kind=message`` memory (all or none), then extract typed memories.
 
@@ -250,7 +252,7 @@ class Memory:
         queued in the same transaction as the messages.
         """
         limit = self.limits.id_chars
-        user_id = require_scope(user_id, max_chars=limit)
+        user_id = self._user(user_id, tenant)
         session_id = optional_id(session_id, max_chars=limit, what="session_id")
         agent_id = optional_id(agent_id, max_chars=limit, what="agent_id")
         base_meta = check_metadata(metadata, "metadata", self.limits)
@@ -292,13 +294,13 @@ class Memory:
             duplicates=[stored[it.content_hash].id for it in items if it.content_hash in stored],
         )
         if not fresh:
-            return result
+            return unscope(result)
         if not infer:
             self._insert(fresh)
             if self.config.capacity is not None:
                 with self._consolidating(user_id):
                     self._distiller.enforce_capacity(user_id)
-            return result
+            return unscope(result)
         job = Job(
             id=uuid.uuid4().hex,
             user_id=user_id,
@@ -311,9 +313,9 @@ class Memory:
             self._insert(fresh, jobs=[job])
             result.job_id = job.id
             self._worker.notify()
-            return result
+            return unscope(result)
         self._extract_now(job, fresh, result)
-        return result
+        return unscope(result)
 
     def _extract_now(self, job: Job, fresh: Sequence[MemoryItem], result: AddResult) -> None:
         """Store the messages with their extraction job already claimed by this process, then run it here.
@@ -374,31 +376,33 @@ class Memory:
         with self._consolidating(job.user_id):
             self._distiller.run(job.user_id, ids, job=job, owner=owner)
 
-    def job(self, job_id: str, *, user_id: str) -> Job:
+    def job(self, job_id: str, *, user_id: str, tenant: str | None = None) -> Job:
         """A background job of this user: its state, attempts and last error."""
-        user_id, job_id = self._scoped(user_id, job_id, "job_id")
-        return self._store.job(user_id, job_id)
+        user_id, job_id = self._scoped(user_id, job_id, "job_id", tenant)
+        return unscope(self._store.job(user_id, job_id))
 
-    def jobs(self, *, user_id: str, state: JobState | str | None = None, limit: int = 100) -> builtins.list[Job]:
+    def jobs(
+        self, *, user_id: str, state: JobState | str | None = None, limit: int = 100, tenant: str | None = None
+    ) -> builtins.list[Job]:
         """The background jobs of this user, oldest first, optionally in one state."""
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         limit = check_int(limit, what="limit", low=0, high=self.limits.list_limit)
         try:
             wanted = None if state is None else JobState(state)
         except (ValueError, TypeError):
             raise ValidationError(f"unknown job state {state!r}; one of {[s.value for s in JobState]}") from None
-        return self._store.jobs(user_id, wanted, limit)
+        return unscope_all(self._store.jobs(user_id, wanted, limit))
 
-    def wait(self, job_id: str, *, user_id: str, timeout: float | None = None) -> Job:
+    def wait(self, job_id: str, *, user_id: str, timeout: float | None = None, tenant: str | None = None) -> Job:
         """Block until a job is done or failed and return it; ``JobTimeoutError`` after ``timeout`` seconds."""
-        self._scoped(user_id, job_id, "job_id")
+        self._scoped(user_id, job_id, "job_id", tenant)
         if timeout is not None:
             timeout = check_float(timeout, what="timeout", low=0.0, high=1e9)
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             if not self._worker.background:
                 self._worker.run_pending()
-            found = self.job(job_id, user_id=user_id)
+            found = self.job(job_id, user_id=user_id, tenant=tenant)
             if found.state in (JobState.DONE, JobState.FAILED):
                 return found
             self._check_embedder()  # a job this process may not run would never finish here
@@ -415,30 +419,32 @@ class Memory:
             self._check_embedder()
             raise JobTimeoutError(f"background jobs still pending after {timeout} s")
 
-    def retry_jobs(self, *, user_id: str | None = None) -> int:
+    def retry_jobs(self, *, user_id: str | None = None, tenant: str | None = None) -> int:
         """Queue failed jobs (of one user, or all) again; returns how many."""
         if user_id is not None:
-            user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+            user_id = self._user(user_id, tenant)
         n = self._store.requeue_jobs((JobState.FAILED,), user_id)
         if n:
             self._worker.notify()
         return n
 
     # -- forgetting --------------------------------------------------------------------------------
-    def archive(self, *, user_id: str, limit: int = 100, offset: int = 0) -> builtins.list[ArchivedMemory]:
+    def archive(
+        self, *, user_id: str, limit: int = 100, offset: int = 0, tenant: str | None = None
+    ) -> builtins.list[ArchivedMemory]:
         """Memories of this user evicted beyond capacity, most recently archived first."""
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         limit, offset = self._page(limit, offset)
-        return self._store.archived(user_id, limit, offset)
+        return unscope_all(self._store.archived(user_id, limit, offset))
 
-    def restore(self, memory_id: str, *, user_id: str) -> MemoryItem:
+    def restore(self, memory_id: str, *, user_id: str, tenant: str | None = None) -> MemoryItem:
         """Bring an archived memory back into every index (capacity is enforced again at the next add)."""
-        user_id, memory_id = self._scoped(user_id, memory_id)
-        return self._store.restore(user_id, memory_id, utcnow())
+        user_id, memory_id = self._scoped(user_id, memory_id, tenant=tenant)
+        return unscope(self._store.restore(user_id, memory_id, utcnow()))
 
-    def forget(self, *, user_id: str, hard: bool = False) -> builtins.list[str]:
+    def forget(self, *, user_id: str, hard: bool = False, tenant: str | None = None) -> builtins.list[str]:
         """Enforce ``config.capacity`` now: evict the lowest survival scores to the archive (destroy if ``hard``)."""
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         check_bool(hard, what="hard")
         with self._consolidating(user_id):
             return self._distiller.enforce_capacity(user_id, hard=hard)
@@ -479,9 +485,10 @@ class Memory:
         top_k: int = 10,
         filters: FiltersInput = None,
         preset_name: str | None = None,
+        tenant: str | None = None,
     ) -> list[Hit]:
         """The ``top_k`` memories of this user that best answer ``query``, each with its score breakdown."""
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         query = check_text(query, max_chars=self.limits.text_chars, what="query")
         check_int(top_k, what="top_k", low=1, high=self.limits.top_k)
         flt = check_filters(filters, self.limits)
@@ -499,9 +506,17 @@ class Memory:
             for h in hits:
                 h.memory.access_count += 1
                 h.memory.last_accessed = now
-        return hits
+        return unscope_all(hits)
 
-    def feedback(self, hit: Hit | str, *, useful: bool, query: str | None = None, user_id: str | None = None) -> None:
+    def feedback(
+        self,
+        hit: Hit | str,
+        *,
+        useful: bool,
+        query: str | None = None,
+        user_id: str | None = None,
+        tenant: str | None = None,
+    ) -> None:
         """Record whether a returned memory was useful for its query; ``memlane tune`` learns weights from this.
 
         Pass the ``Hit`` that search returned (it knows its query and user), or a memory id with ``query``
@@ -514,7 +529,7 @@ class Memory:
         else:
             memory_id = hit
         memory_id = check_id(memory_id, what="memory_id", max_chars=self.limits.id_chars)
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         if not query:
             raise ValidationError("feedback needs the query the memory was returned for")
         query = check_text(query, max_chars=self.limits.text_chars, what="query")
@@ -587,15 +602,21 @@ class Memory:
                 relevant.add(judged.memory_id)
         return [LabelledQuery(q, u, frozenset(r)) for (u, q), r in grouped.items() if r]
 
-    def get(self, memory_id: str, *, user_id: str) -> MemoryItem:
+    def get(self, memory_id: str, *, user_id: str, tenant: str | None = None) -> MemoryItem:
         """One memory; ``NotFoundError`` if this user has none with that id."""
-        user_id, memory_id = self._scoped(user_id, memory_id)
-        return self._store.get(user_id, memory_id)
+        user_id, memory_id = self._scoped(user_id, memory_id, tenant=tenant)
+        return unscope(self._store.get(user_id, memory_id))
 
-    def _scoped(self, user_id: object, memory_id: object, what: str = "memory_id") -> tuple[str, str]:
-        """A checked ``(user_id, id)`` pair."""
+    def _user(self, user_id: object, tenant: object) -> str:
+        """The store's scope key of a checked ``user_id`` within a checked ``tenant`` (see ``memlane.scope``)."""
+        return scope_key(check_tenant(tenant), require_scope(user_id, max_chars=self.limits.id_chars))
+
+    def _scoped(
+        self, user_id: object, memory_id: object, what: str = "memory_id", tenant: object = None
+    ) -> tuple[str, str]:
+        """A checked ``(scope key, id)`` pair."""
         return (
-            require_scope(user_id, max_chars=self.limits.id_chars),
+            self._user(user_id, tenant),
             check_id(memory_id, what=what, max_chars=self.limits.id_chars),
         )
 
@@ -606,19 +627,25 @@ class Memory:
         )
 
     def list(
-        self, *, user_id: str, filters: FiltersInput = None, limit: int = 100, offset: int = 0
+        self,
+        *,
+        user_id: str,
+        filters: FiltersInput = None,
+        limit: int = 100,
+        offset: int = 0,
+        tenant: str | None = None,
     ) -> builtins.list[MemoryItem]:
         """The memories of one user that match ``filters``, oldest first."""
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         limit, offset = self._page(limit, offset)
-        return self._store.list(user_id, check_filters(filters, self.limits), limit, offset)
+        return unscope_all(self._store.list(user_id, check_filters(filters, self.limits), limit, offset))
 
-    def history(self, memory_id: str, *, user_id: str) -> builtins.list[HistoryEntry]:
+    def history(self, memory_id: str, *, user_id: str, tenant: str | None = None) -> builtins.list[HistoryEntry]:
         """Every recorded change of a memory, oldest first (text is erased once it is deleted).
 
         ``NotFoundError`` if this user never had a memory with that id (a deleted one keeps its history).
         """
-        user_id, memory_id = self._scoped(user_id, memory_id)
+        user_id, memory_id = self._scoped(user_id, memory_id, tenant=tenant)
         entries = self._store.history(user_id, memory_id)
         if not entries:
             raise NotFoundError(f"no memory {memory_id!r} for this user")
@@ -633,9 +660,10 @@ class Memory:
         text: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         importance: float | None = None,
+        tenant: str | None = None,
     ) -> MemoryItem:
         """Change a memory's text (re-indexed), metadata (replaced) or importance; recorded in history."""
-        user_id, memory_id = self._scoped(user_id, memory_id)
+        user_id, memory_id = self._scoped(user_id, memory_id, tenant=tenant)
         if text is not None:
             text = check_text(text, max_chars=self.limits.text_chars)
         if metadata is not None:
@@ -684,34 +712,39 @@ class Memory:
             changes=changes,
         )
         self._store.replace(new, body, vector, entry, aliases)
-        return new
+        return unscope(new)
 
-    def delete(self, memory_id: str, *, user_id: str) -> builtins.list[str]:
+    def delete(self, memory_id: str, *, user_id: str, tenant: str | None = None) -> builtins.list[str]:
         """Remove a memory from every index; its history keeps the events but not the text.
 
         Typed memories extracted from it alone are removed too; those with other sources just lose this one.
         Returns the ids removed, ``memory_id`` first.
         """
-        user_id, memory_id = self._scoped(user_id, memory_id)
+        user_id, memory_id = self._scoped(user_id, memory_id, tenant=tenant)
         with self._lifecycle:
             return self._store.delete(user_id, memory_id, utcnow())
 
-    def delete_all(self, *, user_id: str) -> int:
+    def delete_all(self, *, user_id: str, tenant: str | None = None) -> int:
         """Remove every memory and all history of one user; returns how many memories went."""
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         return self._store.delete_user(user_id)
 
     # -- export / import ---------------------------------------------------------------------------
-    def export(self, dest: str | Path | IO[str], *, user_id: str | None = None) -> int:
-        """Write memories (one user's, or all) as JSONL: a header line, then one memory per line.
+    def export(self, dest: str | Path | IO[str], *, user_id: str | None = None, tenant: str | None = None) -> int:
+        """Write memories (one user's, or all of the tenant's) as JSONL: a header line, then one memory per line.
 
         A path is written whole or not at all; every line is checked with the rules ``import_`` applies, so an
-        export never holds what its import would reject.
+        export never holds what its import would reject. User ids are written without their tenant.
         """
         user_id = optional_id(user_id, max_chars=self.limits.id_chars, what="user_id")
+        tenant = check_tenant(tenant)
         ident = self._store.embedder_identity()
         header: dict[str, object] = {"memlane_export": EXPORT_FORMAT, "embedder": ident[0] if ident else None}
-        return write_export(dest, header, self._store.iter_items(user_id), self.limits)
+        if user_id is not None:
+            items = self._store.iter_items(scope_key(tenant, user_id))
+        else:
+            items = (it for it in self._store.iter_items(None) if in_tenant(it.user_id, tenant))
+        return write_export(dest, header, (unscope(it) for it in items), self.limits)
 
     def import_(
         self,
@@ -720,6 +753,7 @@ class Memory:
         user_id: str | None = None,
         keep_user_ids: bool = False,
         on_progress: Callable[[int], None] | None = None,
+        tenant: str | None = None,
     ) -> int:
         """Load a JSONL export into ``user_id``'s memory, all or nothing; returns how many memories were added.
 
@@ -730,16 +764,17 @@ class Memory:
         trailing underscore as ``import`` is a keyword.
         """
         check_bool(keep_user_ids, what="keep_user_ids")
+        tenant = check_tenant(tenant)
         if keep_user_ids:
             if user_id is not None:
                 raise ValidationError("give user_id, or keep_user_ids=True to keep the file's user ids, not both")
             target = None
         else:
-            target = require_scope(user_id, max_chars=self.limits.id_chars)
+            target = self._user(user_id, tenant)
         on_progress = check_callback(on_progress, what="on_progress")
         lines = read_export(source, self.limits)
         for line in lines:
-            self._retarget(line.item, target or line.item.user_id)
+            self._retarget(line.item, target or scope_key(tenant, line.item.user_id))
         fresh = self._new_only(lines)
         items = [line.item for line in fresh]
         if items:
@@ -799,9 +834,13 @@ class Memory:
                 )
 
     # -- maintenance -------------------------------------------------------------------------------
-    def stats(self, *, user_id: str | None = None) -> Stats:
-        """Counts and size of the store (or of one user's memories)."""
+    def stats(self, *, user_id: str | None = None, tenant: str | None = None) -> Stats:
+        """Counts and size of the store (or of one user's memories; a tenant other than the default needs one)."""
         user_id = optional_id(user_id, max_chars=self.limits.id_chars, what="user_id")
+        if user_id is not None:
+            user_id = scope_key(check_tenant(tenant), user_id)
+        elif tenant is not None and check_tenant(tenant) != DEFAULT_TENANT:
+            raise ValidationError("stats within a tenant need a user_id (without one they cover the whole store)")
         ident = self._store.embedder_identity()
         return Stats(
             memories=self._store.count(user_id),

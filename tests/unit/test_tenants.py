@@ -1,0 +1,105 @@
+"""Two tenants with the same user id never see each other's data through any Memory call."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from memlane import Memory
+from memlane.errors import NotFoundError, ValidationError
+from memlane.scope import DEFAULT_TENANT, check_tenant, scope_key, split_key
+
+
+@pytest.fixture
+def memory():
+    with Memory(":memory:", embedder="hash") as m:
+        yield m
+
+
+def test_scope_key_round_trip_and_default_is_bare():
+    assert scope_key(None, "ana") == "ana"
+    assert scope_key(DEFAULT_TENANT, "ana") == "ana"
+    assert scope_key("acme", "ana") == "acme\x1fana"
+    assert split_key(scope_key("acme", "ana")) == ("acme", "ana")
+    assert split_key("ana") == (DEFAULT_TENANT, "ana")
+
+
+@pytest.mark.parametrize("bad", ["", "a b", "-x", "x" * 65, "é", "a\x1fb", 3])
+def test_bad_tenants_are_refused(bad):
+    with pytest.raises(ValidationError):
+        check_tenant(bad)
+
+
+def test_user_id_cannot_smuggle_a_tenant(memory):
+    with pytest.raises(ValidationError):
+        memory.add("hi", user_id="acme\x1fana", infer=False)
+
+
+def test_every_call_is_isolated(memory):
+    a = memory.add("I adopted a beagle called Biscuit", user_id="ana", tenant="acme")
+    b = memory.add("My cat is called Tom", user_id="ana", tenant="globex", async_mode=True)
+    memory.add("Plain default tenant text about a beagle", user_id="ana")
+    assert all(it.user_id == "ana" for it in a.items)
+    aid, bid = a.items[0].id, b.items[0].id
+    assert b.job_id is not None
+    memory.wait(b.job_id, user_id="ana", tenant="globex", timeout=30)
+
+    # reads
+    assert memory.get(aid, user_id="ana", tenant="acme").text.startswith("I adopted")
+    for tenant in ("globex", None):
+        with pytest.raises(NotFoundError):
+            memory.get(aid, user_id="ana", tenant=tenant)
+        with pytest.raises(NotFoundError):
+            memory.history(aid, user_id="ana", tenant=tenant)
+        with pytest.raises(NotFoundError):
+            memory.update(aid, user_id="ana", tenant=tenant, text="stolen")
+        with pytest.raises(NotFoundError):
+            memory.delete(aid, user_id="ana", tenant=tenant)
+        ids = {it.id for it in memory.list(user_id="ana", tenant=tenant, limit=1000)}
+        assert aid not in ids
+        hits = memory.search("beagle Biscuit", user_id="ana", tenant=tenant)
+        assert aid not in {h.memory.id for h in hits}
+    with pytest.raises(NotFoundError):
+        memory.job(b.job_id, user_id="ana", tenant="acme")
+    assert b.job_id not in {j.id for j in memory.jobs(user_id="ana", tenant="acme")}
+    assert [j.id for j in memory.jobs(user_id="ana", tenant="globex")] == [b.job_id]
+    assert {it.id for it in memory.list(user_id="ana", tenant="globex", limit=1000)} >= {bid}
+    assert memory.stats(user_id="ana", tenant="acme").memories == len(memory.list(user_id="ana", tenant="acme"))
+    with pytest.raises(ValidationError):
+        memory.stats(tenant="acme")
+
+    # export of one tenant holds only its memories, with bare user ids; import goes into the importing tenant
+    buf = io.StringIO()
+    n = memory.export(buf, tenant="acme")
+    assert n == len(memory.list(user_id="ana", tenant="acme"))
+    assert "\\u001f" not in buf.getvalue() and "Tom" not in buf.getvalue() and "Plain default" not in buf.getvalue()
+    buf_default = io.StringIO()
+    memory.export(buf_default)
+    assert "Biscuit" not in buf_default.getvalue() and "Plain default" in buf_default.getvalue()
+
+    # feedback and deletes stay within the tenant
+    memory.feedback(aid, useful=True, query="dog", user_id="ana", tenant="acme")
+    assert memory.delete_all(user_id="ana", tenant="globex") > 0
+    assert memory.get(aid, user_id="ana", tenant="acme").id == aid
+    assert memory.list(user_id="ana", tenant="globex") == []
+    assert memory.list(user_id="ana")  # the default tenant keeps its memory
+    memory.delete(aid, user_id="ana", tenant="acme")
+    with pytest.raises(NotFoundError):
+        memory.get(aid, user_id="ana", tenant="acme")
+
+
+def test_import_lands_in_the_importing_tenant(memory):
+    memory.add("The launch is on Friday", user_id="bo", tenant="acme", infer=False)
+    buf = io.StringIO()
+    memory.export(buf, user_id="bo", tenant="acme")
+    memory.delete_all(user_id="bo", tenant="acme")
+    buf.seek(0)
+    assert memory.import_(buf, user_id="bo", tenant="acme") == 1
+    assert [it.text for it in memory.list(user_id="bo", tenant="acme")] == ["The launch is on Friday"]
+    assert memory.list(user_id="bo") == []
+    buf.seek(0)
+    memory.delete_all(user_id="bo", tenant="acme")
+    assert memory.import_(buf, keep_user_ids=True, tenant="acme") == 1
+    assert memory.list(user_id="bo", tenant="acme")[0].user_id == "bo"
+    assert memory.list(user_id="bo") == []
