@@ -16,6 +16,7 @@ from rich.table import Table
 
 from memlane.cli.bench import bench_app
 from memlane.cli.output import OneLineErrors, dump, err, fail, out, show
+from memlane.cli.server import keys_app, serve
 from memlane.config import PRESETS, Config
 from memlane.engine import Memory
 from memlane.errors import MemlaneError, ValidationError
@@ -31,6 +32,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(bench_app, name="bench")
+app.add_typer(keys_app, name="keys")
+app.command()(serve)
 
 DbOpt = Annotated[
     Path | None,

@@ -48,9 +48,11 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         (401, "no key, an unknown key or a revoked key"),
         (403, "the key lacks the scope this route needs"),
         (404, "no such memory or job for this user in this tenant"),
+        (409, "the store was indexed with another embedder"),
         (413, "request body over the size limit"),
         (429, "rate limit of this key exceeded; see Retry-After"),
         (503, "server busy or store unavailable; see Retry-After"),
+        (504, "a job did not finish in time"),
     )
 }
 NDJSON = "application/x-ndjson"

@@ -189,7 +189,7 @@ class AdminDB:
             )
         return NewKey(key, full)
 
-    def keys(self) -> list[ApiKey]:
+    def list_keys(self) -> list[ApiKey]:
         with self._lock:
             rows = self._db.execute("SELECT * FROM api_keys ORDER BY created_at, prefix").fetchall()
         return [_key(r) for r in rows]
