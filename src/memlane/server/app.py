@@ -266,7 +266,6 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
     # -- transfer ----------------------------------------------------------------------------------
     @app.get(
         "/v1/export",
-        response_class=NDJSONResponse,
         tags=["transfer"],
         responses={200: {"content": {NDJSON: {"schema": {"type": "string"}}}, "description": "JSONL export"}},
     )
@@ -353,7 +352,6 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
 
     @app.get(
         "/metrics",
-        response_class=PlainTextResponse,
         tags=["operations"],
         responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
     )
