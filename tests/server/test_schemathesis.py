@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-schemathesis = pytest.importorskip("schemathesis", reason="the schema fuzz run needs schemathesis (memlane[dev])")
+pytest.importorskip("schemathesis", reason="the schema fuzz run needs schemathesis (memlane[dev])")
 
+import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import (
     content_type_conformance,
