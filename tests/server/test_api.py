@@ -319,3 +319,9 @@ def test_export_body_is_a_valid_import_elsewhere(api):
     with Memory(":memory:", embedder="hash") as other:
         assert other.import_(io.StringIO(text), user_id="zed", tenant="initech") == 1
         assert [m.text for m in other.list(user_id="zed", tenant="initech")] == ["one"]
+
+
+def test_a_request_that_cannot_get_a_worker_in_time_is_503_not_a_hang(tmp_path):
+    for api in make_api(tmp_path, queue_timeout=-1.0):
+        r = api.client.get("/v1/memories", params={"user_id": "ana"}, headers=api.h("acme"))
+        assert r.status_code == 503 and r.headers["retry-after"] == "1" and "busy" in r.json()["detail"]

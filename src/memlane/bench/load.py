@@ -89,7 +89,7 @@ def spawned_server(embedder: str | None) -> Iterator[tuple[str, str]]:
     port = _free_port()
     with tempfile.TemporaryDirectory(prefix="memlane-load-") as home:
         cmd = [sys.executable, "-c", "from memlane.cli import main; main()", "serve", "--port", str(port)]
-        cmd += ["--data-dir", home, "--db", str(Path(home) / "memlane.db"), "--rate", "0", "--max-inflight", "256"]
+        cmd += ["--data-dir", home, "--db", str(Path(home) / "memlane.db"), "--rate", "0"]
         if embedder:
             cmd += ["--embedder", embedder]
         proc = subprocess.Popen(

@@ -110,6 +110,10 @@ def serve(
     burst: Annotated[int, typer.Option("--burst", help="Burst size of each key's bucket.")] = 100,
     max_body: Annotated[int, typer.Option("--max-body-bytes", help="Largest request body accepted.")] = 4_000_000,
     max_inflight: Annotated[int, typer.Option("--max-inflight", help="Requests served at once before 503.")] = 64,
+    threads: Annotated[int, typer.Option("--threads", help="Worker threads running library calls.")] = 8,
+    queue_timeout: Annotated[
+        float, typer.Option("--queue-timeout", help="Seconds a request may wait for a worker before 503.")
+    ] = 10.0,
 ) -> None:
     """Start the REST API (OpenAPI docs at /docs). On a fresh data dir, create and print an admin key once."""
     try:
@@ -128,6 +132,8 @@ def serve(
         burst=burst,
         max_body_bytes=max_body,
         max_inflight=max_inflight,
+        threads=threads,
+        queue_timeout=queue_timeout,
     )
     docs = f"http://{host}:{port}/docs"
     admin = _admin_db(home)

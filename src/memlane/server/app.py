@@ -13,7 +13,6 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from starlette.concurrency import run_in_threadpool
 
 from memlane import __version__
 from memlane.config import Config
@@ -345,7 +344,7 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
             return JSONResponse(Ready(ready=False, detail="store not open").model_dump(), status_code=503)
         probe = svc.memory
         try:
-            await run_in_threadpool(lambda: probe.list(user_id="__readiness__", limit=1))
+            await svc.run_blocking(lambda: probe.list(user_id="__readiness__", limit=1))
         except MemlaneError as exc:
             return JSONResponse(Ready(ready=False, detail=str(exc)[:200]).model_dump(), status_code=503)
         return JSONResponse(Ready(ready=True).model_dump())
@@ -368,7 +367,7 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
         action: str | None = None,
     ) -> list[AuditLine]:
         """The audit log of the key's tenant, oldest first: page with `after` = the last `seq` seen."""
-        entries = await run_in_threadpool(lambda: svc.admin.audit(who.tenant, limit=limit, after=after, action=action))
+        entries = await svc.run_blocking(lambda: svc.admin.audit(who.tenant, limit=limit, after=after, action=action))
         return [
             AuditLine(
                 seq=e.seq,

@@ -5,14 +5,16 @@ one helper that runs a library call on a worker thread and writes its audit line
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+import anyio
+import anyio.to_thread
 from fastapi import HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials
-from starlette.concurrency import run_in_threadpool
 
 from memlane.engine import Memory
 from memlane.errors import (
@@ -47,6 +49,8 @@ class ServerSettings:
     burst: int = 100
     max_body_bytes: int = 4_000_000
     max_inflight: int = 64
+    threads: int = 8
+    queue_timeout: float = 10.0
 
     @property
     def admin_db(self) -> Path:
@@ -69,6 +73,10 @@ class Principal:
 DEV_PRINCIPAL = Principal(DEFAULT_TENANT, frozenset(Scope), None)
 
 
+class ServerBusyError(MemlaneError):
+    """A request waited longer than ``queue_timeout`` for a worker thread: refused (503) rather than left to hang."""
+
+
 def status_of(exc: MemlaneError) -> int:
     """The HTTP status of a library error."""
     if isinstance(exc, NotFoundError):
@@ -79,7 +87,7 @@ def status_of(exc: MemlaneError) -> int:
         return 409
     if isinstance(exc, JobTimeoutError):
         return 504
-    if isinstance(exc, StoreError):
+    if isinstance(exc, StoreError | ServerBusyError):
         return 503
     return 500
 
@@ -98,9 +106,13 @@ class Service:
     memory: Memory | None = None
     metrics: Metrics = field(default_factory=Metrics)
     buckets: TokenBuckets = field(init=False)
+    workers: anyio.CapacityLimiter = field(init=False)
 
     def __post_init__(self) -> None:
         self.buckets = TokenBuckets(self.settings.rate_per_second, self.settings.burst)
+        # CPU-bound calls (embedding, scoring) gain nothing from more threads than cores can run; a small pool and a
+        # bounded wait keep latency predictable and turn overload into 503s instead of a growing queue.
+        self.workers = anyio.CapacityLimiter(self.settings.threads)
 
     def open_memory(self) -> Memory:
         if self.memory is None:
@@ -150,10 +162,15 @@ class Service:
         target: str | None = None,
         describe: Callable[[T], str] | None = None,
     ) -> T:
-        """Run ``fn(memory)`` on a worker thread and append the audit line (with the outcome) there too."""
+        """Run ``fn(memory)`` on a worker thread and append the audit line (with the outcome) there too; 503 if no
+        worker thread was free within ``queue_timeout`` seconds.
+        """
         memory = self.open_memory()
+        queued = time.monotonic()
 
         def run() -> T:
+            if time.monotonic() - queued > self.settings.queue_timeout:
+                raise ServerBusyError("server busy: no worker free in time; retry shortly")
             try:
                 result = fn(memory)
             except MemlaneError as exc:
@@ -162,7 +179,11 @@ class Service:
             self._audit(who, action, 200, user_id, target, describe(result) if describe else "")
             return result
 
-        return await run_in_threadpool(run)
+        return await self.run_blocking(run)
+
+    async def run_blocking(self, fn: Callable[[], T]) -> T:
+        """Run a blocking call on one of the server's worker threads."""
+        return await anyio.to_thread.run_sync(fn, limiter=self.workers)
 
     def _audit(
         self, who: Principal, action: str, status: int, user_id: str | None, target: str | None, detail: str
