@@ -84,31 +84,35 @@ def _free_port() -> int:
 
 
 @contextmanager
-def spawned_server(embedder: str | None) -> Iterator[tuple[str, str]]:
-    """Start ``memlane serve`` on a fresh data dir and a free loopback port (no rate limit); yields (url, key)."""
+def spawned_server(embedder: str | None, home: Path | None = None) -> Iterator[tuple[str, str]]:
+    """Start ``memlane serve`` on a fresh data dir (``home``, or a temporary one) and a free loopback port, with no
+    rate limit; yields ``(url, admin key)``, the key read from the first start's output.
+    """
+    if home is None:
+        with tempfile.TemporaryDirectory(prefix="memlane-load-") as tmp, spawned_server(embedder, Path(tmp)) as pair:
+            yield pair
+        return
     port = _free_port()
-    with tempfile.TemporaryDirectory(prefix="memlane-load-") as home:
-        cmd = [sys.executable, "-c", "from memlane.cli import main; main()", "serve", "--port", str(port)]
-        cmd += ["--data-dir", home, "--db", str(Path(home) / "memlane.db"), "--rate", "0"]
-        if embedder:
-            cmd += ["--embedder", embedder]
-        proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={**os.environ, "MEMLANE_HOME": home}
-        )
+    cmd = [sys.executable, "-c", "from memlane.cli import main; main()", "serve", "--port", str(port)]
+    cmd += ["--data-dir", str(home), "--db", str(home / "memlane.db"), "--rate", "0"]
+    if embedder:
+        cmd += ["--embedder", embedder]
+    env = {**os.environ, "MEMLANE_HOME": str(home)}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        key = proc.stdout.readline().strip()
+        if not re.fullmatch(r"ml_[0-9a-f]{12}_[0-9a-f]{64}", key):
+            raise ConfigError(f"the spawned server did not print an admin key (got {key[:40]!r})")
+        url = f"http://127.0.0.1:{port}"
+        _wait_ready(url, proc)
+        yield url, key
+    finally:
+        proc.terminate()
         try:
-            assert proc.stdout is not None
-            key = proc.stdout.readline().strip()
-            if not re.fullmatch(r"ml_[0-9a-f]{12}_[0-9a-f]{64}", key):
-                raise ConfigError(f"the spawned server did not print an admin key (got {key[:40]!r})")
-            url = f"http://127.0.0.1:{port}"
-            _wait_ready(url, proc)
-            yield url, key
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def _wait_ready(url: str, proc: subprocess.Popen[str], timeout: float = 120.0) -> None:
