@@ -103,3 +103,24 @@ def test_import_lands_in_the_importing_tenant(memory):
     assert memory.import_(buf, keep_user_ids=True, tenant="acme") == 1
     assert memory.list(user_id="bo", tenant="acme")[0].user_id == "bo"
     assert memory.list(user_id="bo") == []
+
+
+def test_archive_restore_forget_and_retry_stay_in_their_tenant():
+    from memlane.config import Config
+
+    with Memory(":memory:", embedder="hash", config=Config(capacity=1, evict_messages=True)) as m:
+        for text in ("first note about tea", "second note about Denver", "third note about guitars"):
+            m.add(text, user_id="ana", tenant="acme", infer=False)
+        archived = m.archive(user_id="ana", tenant="acme")
+        assert archived and all(a.memory.user_id == "ana" for a in archived)
+        gone = archived[0].memory.id
+        assert m.archive(user_id="ana", tenant="globex") == []
+        assert m.archive(user_id="ana") == []
+        with pytest.raises(NotFoundError):
+            m.restore(gone, user_id="ana", tenant="globex")
+        m.add("globex keeps this", user_id="ana", tenant="globex", infer=False)
+        m.add("and this", user_id="ana", tenant="globex", infer=False)
+        assert m.forget(user_id="ana", tenant="globex") == []  # capacity enforced at add already
+        assert m.retry_jobs(user_id="ana", tenant="globex") == 0
+        assert m.restore(gone, user_id="ana", tenant="acme").user_id == "ana"
+        assert {it.text for it in m.list(user_id="ana", tenant="globex")} <= {"globex keeps this", "and this"}

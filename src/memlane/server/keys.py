@@ -169,7 +169,8 @@ class AdminDB:
                 yield self._db
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise StoreError(f"key database: {exc}") from exc
 
     # -- keys --------------------------------------------------------------------------------------
