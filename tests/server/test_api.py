@@ -307,7 +307,9 @@ def test_validation_errors_are_400_with_a_clear_message_and_nothing_stored(api):
     r = api.client.post("/v1/memories", json={"user_id": "a\x07", "messages": ["hi"]}, headers=api.h("acme"))
     assert r.status_code == 400 and "control characters" in r.json()["detail"]
     r = api.client.post("/v1/search", json={"user_id": "ana", "query": "q", "top_k": 0}, headers=api.h("acme"))
-    assert r.status_code == 400 and "top_k" in r.json()["detail"]
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "top_k"]
+    r = api.client.post("/v1/search", json={"user_id": "ana", "query": "q", "filters": {"x": 1}}, headers=api.h("acme"))
+    assert r.status_code == 400 and "x" in r.json()["detail"]
     r = api.client.post("/v1/import", params={"user_id": "ana"}, content=b"\xff", headers=api.h("acme"))
     assert r.status_code == 400
     assert api.memory.stats().memories == 0
@@ -325,3 +327,8 @@ def test_a_request_that_cannot_get_a_worker_in_time_is_503_not_a_hang(tmp_path):
     for api in make_api(tmp_path, queue_timeout=-1.0):
         r = api.client.get("/v1/memories", params={"user_id": "ana"}, headers=api.h("acme"))
         assert r.status_code == 503 and r.headers["retry-after"] == "1" and "busy" in r.json()["detail"]
+
+
+def test_unknown_preset_is_a_400_naming_the_choices(api):
+    r = api.client.post("/v1/search", json={"user_id": "ana", "query": "q", "preset": "nope"}, headers=api.h("acme"))
+    assert r.status_code == 400 and "unknown retrieval preset" in r.json()["detail"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -14,10 +14,15 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+#: The library's own limits, stated in the schema too (the library still checks every value).
+UserId = Annotated[str, Field(min_length=1, max_length=256, description="the user within the key's tenant")]
+Text = Annotated[str, Field(min_length=1, max_length=32_000)]
+
+
 class AddRequest(_Body):
     """``POST /v1/memories``: the arguments of ``Memory.add``."""
 
-    user_id: str
+    user_id: UserId
     messages: str | Message | list[str | Message]
     session_id: str | None = None
     agent_id: str | None = None
@@ -32,9 +37,9 @@ class AddRequest(_Body):
 class SearchRequest(_Body):
     """``POST /v1/search``: the arguments of ``Memory.search``; ``explain`` keeps each hit's score breakdown."""
 
-    user_id: str
-    query: str
-    top_k: int = 10
+    user_id: UserId
+    query: Text
+    top_k: int = Field(default=10, ge=1, le=1000)
     filters: dict[str, Any] | None = None
     preset: str | None = None
     explain: bool = False
@@ -49,18 +54,18 @@ class SearchResponse(BaseModel):
 class UpdateRequest(_Body):
     """``PATCH /v1/memories/{id}``: what to change."""
 
-    user_id: str
-    text: str | None = None
+    user_id: UserId
+    text: Text | None = None
     metadata: dict[str, Any] | None = None
-    importance: float | None = None
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 class FeedbackRequest(_Body):
     """``POST /v1/feedback``: whether a memory returned for ``query`` was useful."""
 
-    user_id: str
+    user_id: UserId
     memory_id: str
-    query: str
+    query: Text
     useful: bool
 
 

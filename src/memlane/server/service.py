@@ -18,9 +18,11 @@ from fastapi.security import HTTPAuthorizationCredentials
 
 from memlane.engine import Memory
 from memlane.errors import (
+    ConfigError,
     EmbedderMismatchError,
     JobTimeoutError,
     MemlaneError,
+    MissingDependencyError,
     NotFoundError,
     StoreError,
     ValidationError,
@@ -83,6 +85,8 @@ def status_of(exc: MemlaneError) -> int:
         return 404
     if isinstance(exc, ValidationError):
         return 400
+    if isinstance(exc, ConfigError) and not isinstance(exc, MissingDependencyError):
+        return 400  # a request naming something unavailable, e.g. an unknown retrieval preset
     if isinstance(exc, EmbedderMismatchError):
         return 409
     if isinstance(exc, JobTimeoutError):
