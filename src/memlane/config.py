@@ -143,6 +143,14 @@ class Config:
     llm_timeout: float = 60.0
     llm_batch_size: int = 12
     llm_max_workers: int = 2
+    # -- background jobs on a broker (memlane[celery]): async adds are handed to Celery workers over this broker
+    # (e.g. redis://localhost:6379/0); the job table stays the source of truth. None: the embedded worker only.
+    broker_url: str | None = field(default=None, repr=False)
+    broker_queue: str = "memlane"
+    broker_handoff_seconds: float = 600.0  # a job handed to the broker and not run by then is run by any process
+    job_max_attempts: int = 5  # a broker job that failed this many attempts stays failed (the dead letter)
+    job_backoff_seconds: float = 2.0  # the wait before the n-th retry is this times 2^(n-1), at most the cap
+    job_backoff_max_seconds: float = 300.0
 
     def __post_init__(self) -> None:
         if self.max_text_chars <= 0 or self.embed_batch <= 0 or self.recency_half_life_days <= 0:
@@ -163,6 +171,10 @@ class Config:
             raise ConfigError("the openai provider needs llm_base_url (the API root, e.g. http://localhost:8080/v1)")
         if self.llm_timeout <= 0 or self.llm_batch_size <= 0 or self.llm_max_workers <= 0:
             raise ConfigError("llm_timeout, llm_batch_size and llm_max_workers must be positive")
+        if self.job_max_attempts < 1 or self.job_backoff_seconds < 0 or self.job_backoff_max_seconds < 0:
+            raise ConfigError("job_max_attempts must be at least 1 and the job backoff must not be negative")
+        if self.broker_handoff_seconds <= 0:
+            raise ConfigError("broker_handoff_seconds must be positive")
         self.preset_for(self.preset)
 
     @property
@@ -195,7 +207,8 @@ class Config:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
         """Settings from ``MEMLANE_HOME``, ``MEMLANE_EMBEDDER``, ``MEMLANE_PRESET``, ``MEMLANE_INFER``,
-        ``MEMLANE_MIN_CONFIDENCE``, ``MEMLANE_CAPACITY``, ``MEMLANE_RERANKER`` and ``MEMLANE_LLM_*`` (``PROVIDER``, ``MODEL``,
+        ``MEMLANE_MIN_CONFIDENCE``, ``MEMLANE_CAPACITY``, ``MEMLANE_RERANKER``, ``MEMLANE_BROKER_URL``,
+        ``MEMLANE_BROKER_QUEUE``, ``MEMLANE_JOB_MAX_ATTEMPTS``, ``MEMLANE_JOB_BACKOFF_SECONDS`` and ``MEMLANE_LLM_*`` (``PROVIDER``, ``MODEL``,
         ``BASE_URL``, ``API_KEY`` or ``API_KEY_ENV`` naming the variable that holds the key, ``REGION``).
         """
         env = os.environ if environ is None else environ
@@ -218,6 +231,14 @@ class Config:
             value = env.get(f"MEMLANE_LLM_{key.upper()}")
             if value:
                 kwargs[f"llm_{key}"] = value
+        if env.get("MEMLANE_BROKER_URL"):
+            kwargs["broker_url"] = env["MEMLANE_BROKER_URL"]
+        if env.get("MEMLANE_BROKER_QUEUE"):
+            kwargs["broker_queue"] = env["MEMLANE_BROKER_QUEUE"]
+        if env.get("MEMLANE_JOB_MAX_ATTEMPTS"):
+            kwargs["job_max_attempts"] = int(_number("MEMLANE_JOB_MAX_ATTEMPTS", env["MEMLANE_JOB_MAX_ATTEMPTS"]))
+        if env.get("MEMLANE_JOB_BACKOFF_SECONDS"):
+            kwargs["job_backoff_seconds"] = _number("MEMLANE_JOB_BACKOFF_SECONDS", env["MEMLANE_JOB_BACKOFF_SECONDS"])
         if env.get("MEMLANE_LLM_API_KEY"):
             kwargs["llm_api_key"] = env["MEMLANE_LLM_API_KEY"]
         elif env.get("MEMLANE_LLM_API_KEY_ENV"):

@@ -18,6 +18,8 @@ from typing import IO, Any, Self
 
 import numpy as np
 
+from memlane.broker import JobRun, RetryPolicy, publisher_for
+from memlane.broker.runner import run_job
 from memlane.config import Config, RetrievalPreset, save_preset
 from memlane.embedding import Embedder, make_embedder
 from memlane.embedding.base import Vectors
@@ -179,6 +181,7 @@ class Memory:
             ready=self._embedder_ready,
             background=self.config.background_worker,
         )
+        self._publisher = publisher_for(self.config, self._store.location)  # async jobs go to Celery if set
         if not self._store.read_only:  # a read-only store runs no jobs: they wait for a writer
             self._worker.recover()
 
@@ -192,6 +195,8 @@ class Memory:
     def close(self) -> None:
         """Stop the job worker (after the job in hand; queued jobs wait for the next open) and close the store."""
         self._worker.stop()
+        if self._publisher is not None:
+            self._publisher.close()
         self._leases.close()
         self._extraction.close()
         self._store.close()
@@ -310,9 +315,11 @@ class Memory:
             updated_at=now,
         )
         if async_mode:
+            if self._publisher is not None:
+                job = self._publisher.hold(job)
             self._insert(fresh, jobs=[job])
             result.job_id = job.id
-            self._worker.notify()
+            result.queue, result.queue_notice = self._hand_off(job)
             return unscope(result)
         self._extract_now(job, fresh, result)
         return unscope(result)
@@ -365,6 +372,35 @@ class Memory:
         self._store.insert(items, texts, vectors, event=event, aliases=aliases, jobs=jobs, claim=claim)
 
     # -- background jobs ---------------------------------------------------------------------------
+    def _hand_off(self, job: Job) -> tuple[str, str | None]:
+        """Publish a queued job to the broker, or (none configured, or unreachable) wake the embedded worker."""
+        if self._publisher is not None:
+            problem = self._publisher.publish(job.id)
+            if problem is None:
+                return "celery", None
+            self._store.unhold_job(job.id)
+            log.warning("job %s left to the embedded worker: %s", job.id, problem)
+            self._worker.notify()
+            return "embedded", f"{problem}; the job runs on the embedded worker instead"
+        self._worker.notify()
+        return "embedded", None
+
+    def run_job(self, job_id: str, *, policy: RetryPolicy | None = None) -> JobRun:
+        """Run one job by id, as a broker's worker does when a message names it: only if the job table says it
+        is queued or abandoned, so a redelivered message never does the work twice; a failure is queued again
+        with backoff, or dead-lettered after ``policy.max_attempts`` (default from the config).
+        """
+        job_id = check_id(job_id, what="job_id", max_chars=self.limits.id_chars)
+        return run_job(
+            self._store, self._leases, self._handle_job, job_id, policy or RetryPolicy.from_config(self.config)
+        )
+
+    def pending_jobs(self, *, limit: int = 10_000) -> builtins.list[Job]:
+        """Every queued or running job of the store (all users), oldest first: what a worker at start picks up."""
+        limit = check_int(limit, what="limit", low=0, high=self.limits.list_limit)
+        queued = self._store.jobs(None, JobState.QUEUED, limit)
+        return queued + self._store.jobs(None, JobState.RUNNING, max(0, limit - len(queued)))
+
     def _handle_job(self, job: Job) -> None:
         owner = self._leases.owner
         if job.kind != EXTRACT_JOB:

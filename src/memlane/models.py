@@ -241,6 +241,10 @@ class AddResult(BaseModel):
     duplicates: list[str] = Field(default_factory=list)
     memories: list[MemoryItem] = Field(default_factory=list)
     job_id: str | None = None
+    queue: str | None = Field(
+        default=None, description="where a background job went: 'celery' (the broker), or 'embedded' (the job table)"
+    )
+    queue_notice: str | None = Field(default=None, description="why a job meant for the broker went elsewhere")
 
     @property
     def added(self) -> list[MemoryItem]:
@@ -272,6 +276,10 @@ class Job(BaseModel):
     error: str | None = None
     created_at: datetime
     updated_at: datetime
+    not_before: datetime | None = Field(
+        default=None,
+        description="until then the queue scan leaves it alone (handed to a broker's worker, or a retry's backoff)",
+    )
 
 
 class ArchivedMemory(BaseModel):

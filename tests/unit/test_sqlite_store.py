@@ -48,6 +48,7 @@ def test_migrations_are_recorded_and_reopen_is_idempotent(tmp_path: Path, config
             "0007_vector_log",
             "0008_job_leases",
             "0009_validity",
+            "0010_job_dispatch",
         ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 

@@ -15,8 +15,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from memlane.cli.bench import bench_app
+from memlane.cli.mcp import mcp_command
 from memlane.cli.output import OneLineErrors, dump, err, fail, out, show
 from memlane.cli.server import keys_app, serve
+from memlane.cli.worker import worker_command
 from memlane.config import PRESETS, Config
 from memlane.engine import Memory
 from memlane.errors import MemlaneError, ValidationError
@@ -34,6 +36,8 @@ app = typer.Typer(
 app.add_typer(bench_app, name="bench")
 app.add_typer(keys_app, name="keys")
 app.command()(serve)
+app.command(name="mcp")(mcp_command)
+app.command(name="worker")(worker_command)
 
 DbOpt = Annotated[
     Path | None,
@@ -171,6 +175,8 @@ def add(
                     extracted.extend(result.memories)
                     duplicates += len(result.duplicates)
                     job_ids.extend([result.job_id] if result.job_id else [])
+                    if result.queue_notice:
+                        err.print(f"note: {show(result.queue_notice)}", highlight=False)
                     bar.advance(task, len(chunk))
         except MemlaneError as exc:
             fail(str(exc))

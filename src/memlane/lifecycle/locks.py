@@ -93,6 +93,13 @@ class Leases:
             self.hold(job.id)
         return job
 
+    def claim_job_id(self, job_id: str) -> Job | None:
+        """Claim the job ``job_id`` if it is queued or abandoned (a broker's delivery) and keep its lease."""
+        job = self._store.claim_job_id(job_id, self.claim(), owner_is_dead)
+        if job is not None:
+            self.hold(job.id)
+        return job
+
     def hold(self, job_id: str) -> None:
         """Renew this job's lease until ``drop``."""
         with self._mu:

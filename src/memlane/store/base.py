@@ -269,6 +269,23 @@ class JobQueue(Protocol):
         """
         ...
 
+    def claim_job_id(self, job_id: str, claim: JobClaim, is_dead: Callable[[str], bool]) -> Job | None:
+        """The job ``job_id`` now running under ``claim`` (its attempt counted) if it is queued, whatever its
+        ``not_before``, or running under a lapsed lease or a dead owner; ``None`` when it is done, failed, held
+        by a live owner, or gone. This is how a broker's delivery runs the job it names, at most once at a time.
+        """
+        ...
+
+    def retry_job_later(self, job_id: str, owner: str, error: str, not_before: datetime) -> bool:
+        """Queue again a job that failed an attempt under ``owner`` (or that its handler recorded failed), held
+        back from the queue scan until ``not_before``; ``False`` when it was cancelled or taken over.
+        """
+        ...
+
+    def unhold_job(self, job_id: str) -> bool:
+        """Let the queue scan take a queued job now (its ``not_before`` cleared)."""
+        ...
+
     def renew_job(self, job_id: str, claim: JobClaim) -> bool:
         """Extend a job's lease; ``False`` when ``claim.owner`` no longer holds it."""
         ...

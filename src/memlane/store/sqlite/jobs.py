@@ -17,7 +17,8 @@ from memlane.models import Job, JobState
 from memlane.store.outcome import JobClaim, JobFencedError, JobOutcome
 from memlane.store.sqlite.rows import from_micros, to_micros
 
-_SELECT: Final = "SELECT id, user_id, kind, payload, state, attempts, error, created_at, updated_at FROM jobs"
+_COLUMNS: Final = "SELECT id, user_id, kind, payload, state, attempts, error, created_at, updated_at, not_before"
+_SELECT: Final = f"{_COLUMNS} FROM jobs"
 
 
 def _job(row: tuple[Any, ...]) -> Job:
@@ -31,6 +32,7 @@ def _job(row: tuple[Any, ...]) -> Job:
         error=row[6],
         created_at=from_micros(int(row[7])),
         updated_at=from_micros(int(row[8])),
+        not_before=None if row[9] is None else from_micros(int(row[9])),
     )
 
 
@@ -42,7 +44,7 @@ def enqueue(c: sqlite3.Connection, job: Job, claim: JobClaim | None = None) -> N
     held = claim if running else None
     c.execute(
         "INSERT INTO jobs (id, user_id, kind, payload, state, attempts, error, created_at, updated_at, "
-        "lease_owner, lease_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "lease_owner, lease_until, not_before) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             job.id,
             job.user_id,
@@ -55,6 +57,7 @@ def enqueue(c: sqlite3.Connection, job: Job, claim: JobClaim | None = None) -> N
             to_micros(job.updated_at),
             held.owner if held else None,
             held.until if held else None,
+            None if job.not_before is None else to_micros(job.not_before),
         ),
     )
 
@@ -94,7 +97,8 @@ def finish(c: sqlite3.Connection, outcome: JobOutcome, at: int) -> None:
 
 def claim(c: sqlite3.Connection, at: int, claim: JobClaim, is_dead: Callable[[str], bool]) -> Job | None:
     """The oldest job that is queued, or running under a lapsed lease or a dead owner, now running under
-    ``claim`` with one more attempt; ``None`` when there is none.
+    ``claim`` with one more attempt; ``None`` when there is none. A job held back (``not_before`` still ahead:
+    handed to a broker, or waiting out a retry's backoff) is left alone.
     """
     dead = [
         str(r[0])
@@ -108,12 +112,36 @@ def claim(c: sqlite3.Connection, at: int, claim: JobClaim, is_dead: Callable[[st
     marks = ", ".join("?" * len(dead))
     orphan = f" OR lease_owner IN ({marks})" if dead else ""
     row = c.execute(
-        f"{_SELECT} WHERE state = 'queued' OR (state = 'running' AND (lease_until IS NULL OR lease_until < ?{orphan})) "
-        "ORDER BY seq LIMIT 1",
-        (at, *dead),
+        f"{_SELECT} WHERE (state = 'queued' OR (state = 'running' AND (lease_until IS NULL OR lease_until < ?{orphan}))) "
+        "AND (not_before IS NULL OR not_before <= ?) ORDER BY seq LIMIT 1",
+        (at, *dead, at),
     ).fetchone()
     if row is None:
         return None
+    return _take(c, row, at, claim)
+
+
+def claim_id(
+    c: sqlite3.Connection, job_id: str, at: int, claim: JobClaim, is_dead: Callable[[str], bool]
+) -> Job | None:
+    """The job ``job_id``, now running under ``claim`` with one more attempt, if it is queued (whatever its
+    ``not_before``: this is the delivery it was held back for) or running under a lapsed lease or a dead owner;
+    ``None`` when it is done, failed, held by a live owner, or gone.
+    """
+    found = c.execute(f"{_COLUMNS}, lease_owner, lease_until FROM jobs WHERE id = ?", (job_id,)).fetchone()
+    if found is None:
+        return None
+    state, owner, until = found[4], found[10], found[11]
+    if state == JobState.QUEUED.value:
+        return _take(c, found[:10], at, claim)
+    if state != JobState.RUNNING.value:
+        return None
+    if owner is None or until is None or int(until) < at or is_dead(str(owner)):
+        return _take(c, found[:10], at, claim)
+    return None
+
+
+def _take(c: sqlite3.Connection, row: tuple[Any, ...], at: int, claim: JobClaim) -> Job:
     c.execute(
         "UPDATE jobs SET state = ?, attempts = attempts + 1, updated_at = ?, lease_owner = ?, lease_until = ? "
         "WHERE id = ?",
@@ -131,6 +159,27 @@ def renew(c: sqlite3.Connection, job_id: str, claim: JobClaim) -> bool:
         "UPDATE jobs SET lease_until = ? WHERE id = ? AND state = 'running' AND lease_owner = ?",
         (claim.until, job_id, claim.owner),
     )
+    return cur.rowcount > 0
+
+
+def retry_later(c: sqlite3.Connection, job_id: str, owner: str, error: str, not_before: int, at: int) -> bool:
+    """Put a job back in the queue after a failed attempt (counted), held back until ``not_before``.
+
+    The job must be running under ``owner``'s lease, or have just been recorded failed (by its own handler,
+    which then let go of it); ``False`` otherwise (cancelled, or taken over meanwhile).
+    """
+    cur = c.execute(
+        "UPDATE jobs SET state = 'queued', error = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL, "
+        "not_before = ? WHERE id = ? AND ((state = 'running' AND lease_owner = ?) OR (state = 'failed' "
+        "AND lease_owner IS NULL))",
+        (error, at, not_before, job_id, owner),
+    )
+    return cur.rowcount > 0
+
+
+def unhold(c: sqlite3.Connection, job_id: str) -> bool:
+    """Let the queue scan take a queued job at once (its broker could not be reached)."""
+    cur = c.execute("UPDATE jobs SET not_before = NULL WHERE id = ? AND state = 'queued'", (job_id,))
     return cur.rowcount > 0
 
 
@@ -192,7 +241,8 @@ def requeue(c: sqlite3.Connection, states: tuple[JobState, ...], user_id: str | 
     marks = ", ".join("?" * len(states))
     scope, params = ("AND user_id = ? ", [user_id]) if user_id is not None else ("", [])
     cur = c.execute(
-        f"UPDATE jobs SET state = 'queued', updated_at = ?, lease_owner = NULL, lease_until = NULL WHERE state IN ({marks}) {scope}",
+        f"UPDATE jobs SET state = 'queued', updated_at = ?, lease_owner = NULL, lease_until = NULL, not_before = NULL "
+        f"WHERE state IN ({marks}) {scope}",
         (at, *[s.value for s in states], *params),
     )
     return int(cur.rowcount)

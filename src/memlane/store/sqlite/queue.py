@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
+from datetime import datetime
 
 import memlane.store.sqlite.jobs as jobs_sql
 from memlane.errors import NotFoundError
@@ -29,6 +30,19 @@ class SQLiteJobQueue:
         """
         with self._db.atomic() as c:
             return jobs_sql.claim(c, to_micros(utcnow()), claim, is_dead)
+
+    def claim_job_id(self, job_id: str, claim: JobClaim, is_dead: Callable[[str], bool]) -> Job | None:
+        """Job ``job_id`` now running under ``claim``, if it is queued or abandoned; else ``None``."""
+        with self._db.atomic() as c:
+            return jobs_sql.claim_id(c, job_id, to_micros(utcnow()), claim, is_dead)
+
+    def retry_job_later(self, job_id: str, owner: str, error: str, not_before: datetime) -> bool:
+        with self._db.atomic() as c:
+            return jobs_sql.retry_later(c, job_id, owner, error, to_micros(not_before), to_micros(utcnow()))
+
+    def unhold_job(self, job_id: str) -> bool:
+        with self._db.atomic() as c:
+            return jobs_sql.unhold(c, job_id)
 
     def renew_job(self, job_id: str, claim: JobClaim) -> bool:
         with self._db.atomic() as c:

@@ -235,4 +235,12 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         ) WITHOUT ROWID
         """,
     ),
+    (
+        # A queued job held back from the queue scan until then: handed to a broker's worker (Celery), or waiting
+        # out the backoff of a retry. A claim naming the job (the broker's delivery) may take it earlier.
+        "0010_job_dispatch",
+        """
+        ALTER TABLE jobs ADD COLUMN not_before INTEGER
+        """,
+    ),
 )

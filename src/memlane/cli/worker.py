@@ -1,0 +1,68 @@
+"""``memlane worker``: run a store's background jobs in the foreground, on Celery when a broker is configured."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memlane.cli.output import err, fail
+from memlane.config import Config
+from memlane.engine import Memory
+from memlane.errors import MemlaneError
+
+
+def worker_command(
+    celery: Annotated[
+        bool,
+        typer.Option("--celery", help="Run a Celery worker (needs memlane[celery] and a broker URL)."),
+    ] = False,
+    broker: Annotated[
+        str | None,
+        typer.Option("--broker", envvar="MEMLANE_BROKER_URL", help="Broker URL, e.g. redis://localhost:6379/0."),
+    ] = None,
+    queue: Annotated[str | None, typer.Option("--queue", help="Celery queue (default: memlane).")] = None,
+    pool: Annotated[str, typer.Option("--pool", help="Celery pool: prefork, solo or threads.")] = "prefork",
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Celery pool processes.")] = 1,
+    db: Annotated[
+        Path | None,
+        typer.Option("--db", envvar="MEMLANE_DB", help="SQLite file (default: $MEMLANE_HOME/memlane.db)."),
+    ] = None,
+    embedder: Annotated[
+        str | None,
+        typer.Option("--embedder", envvar="MEMLANE_EMBEDDER", help="minilm (default), static, or openai:MODEL@URL."),
+    ] = None,
+) -> None:
+    """Run background jobs until stopped: on Celery with --celery (or a broker URL), else the embedded queue."""
+    if pool not in ("prefork", "solo", "threads"):
+        fail(f"unknown pool {pool!r}; choose prefork, solo or threads")
+    if concurrency < 1:
+        fail("--concurrency must be at least 1")
+    try:
+        config = Config.from_env()
+        changes: dict[str, object] = {}
+        if broker:
+            changes["broker_url"] = broker
+        if queue:
+            changes["broker_queue"] = queue
+        config = config.with_(**changes) if changes else config
+        if celery or config.broker_url:
+            if not config.broker_url:
+                fail("--celery needs a broker URL: --broker or MEMLANE_BROKER_URL")
+            from memlane.broker.celery_worker import WorkerRuntime, run_worker
+
+            logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+            run_worker(WorkerRuntime(db, embedder, config), pool=pool, concurrency=concurrency)
+            return
+        with Memory(db, embedder=embedder, config=config) as memory:
+            err.print(f"running the background jobs of {memory.location} (Ctrl-C stops after the job in hand)")
+            while True:
+                memory.flush()
+                time.sleep(1.0)
+    except MemlaneError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        err.print("stopped")
