@@ -10,7 +10,7 @@ import pytest
 from memlane import Config, Memory
 from memlane.embedding.fake import HashEmbedder
 
-BACKENDS = ["sqlite-memory", "sqlite-file", "sqlite-qdrant-local"]
+BACKENDS = ["sqlite-memory", "sqlite-file", "sqlite-qdrant-local", "postgres"]
 
 
 @pytest.fixture
@@ -27,6 +27,10 @@ def open_backend(kind: str, tmp_path: Path, config: Config) -> Memory:
     if kind == "sqlite-qdrant-local":  # records and text in SQLite, vectors in Qdrant's local mode
         pytest.importorskip("qdrant_client", reason="memlane[qdrant] is not installed: pip install -e '.[dev]'")
         return Memory(f"sqlite:///{tmp_path / 'store.db'}?vectors=qdrant+local", embedder=HashEmbedder(), config=config)
+    if kind == "postgres":  # a real server (tests/pg_server.py), its test database emptied
+        from tests.pg_server import postgres_url
+
+        return Memory(postgres_url(), embedder=HashEmbedder(), config=config)
     raise AssertionError(kind)
 
 
@@ -35,3 +39,11 @@ def memory(request: pytest.FixtureRequest, tmp_path: Path, config: Config) -> It
     m = open_backend(request.param, tmp_path, config)
     yield m
     m.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say in the test log which PostgreSQL the PostgreSQL backend's tests ran against (if any ran)."""
+    from tests.pg_server import STARTED
+
+    for line in STARTED:
+        terminalreporter.write_line(f"PostgreSQL for the tests: {line}")

@@ -20,14 +20,15 @@ from memlane.extraction.base import ExtractionFailure, ExtractionResult
 from memlane.extraction.offline import RuleExtractor
 from memlane.lifecycle.locks import Leases
 from memlane.models import JobState, MemoryKind, utcnow
+from tests.conftest import open_backend
 
 FAST = RetryPolicy(max_attempts=3, backoff=0.5, backoff_max=10.0, handoff=60.0)
 
 
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
+@pytest.fixture(params=["sqlite-file", "postgres"])
+def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
     config = Config(data_dir=tmp_path / "home", embedder="hash", background_worker=False)
-    with Memory(tmp_path / "m.db", embedder=HashEmbedder(), config=config) as m:
+    with open_backend(request.param, tmp_path, config) as m:
         yield m
 
 

@@ -23,7 +23,12 @@ class StoreVsOracle(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.memory = Memory(self.location, embedder=HashEmbedder(dim=32), config=Config(embedder="hash"))
+        target = self.location
+        if target == "postgres":  # a real server (tests/pg_server.py), its test database emptied
+            from tests.pg_server import postgres_url
+
+            target = postgres_url()
+        self.memory = Memory(target, embedder=HashEmbedder(dim=32), config=Config(embedder="hash"))
         self.oracle: dict[str, tuple[str, str]] = {}  # id -> (user, text)
 
     @rule(target=memories, user=st.sampled_from(USERS), batch=st.lists(texts, min_size=1, max_size=3))
@@ -84,6 +89,10 @@ class StoreVsOracle(RuleBasedStateMachine):
         self.memory.close()
 
 
+class PostgresStoreVsOracle(StoreVsOracle):
+    location = "postgres"
+
+
 StoreVsOracle.TestCase.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)
 TestStoreVsOracle = StoreVsOracle.TestCase
 
@@ -101,3 +110,8 @@ else:
 
     def test_qdrant_store_vs_oracle() -> None:
         pytest.skip("memlane[qdrant] is not installed: the oracle did not run over SQLite + Qdrant")
+
+
+# The same machine and oracle against the PostgreSQL backend (fewer runs: each starts from an emptied database).
+PostgresStoreVsOracle.TestCase.settings = settings(max_examples=15, stateful_step_count=25, deadline=None)
+TestPostgresStoreVsOracle = PostgresStoreVsOracle.TestCase

@@ -37,6 +37,7 @@ from memlane.bench.metrics import (
 )
 from memlane.config import DEFAULT_PRESET, PRESETS, Config, preset
 from memlane.engine import Memory
+from memlane.errors import ValidationError
 from memlane.models import Message
 
 KS: tuple[int, ...] = (1, 5, 10, 20)
@@ -257,8 +258,12 @@ def run_locomo(
     quick: bool = False,
     tracker: Tracker | None = None,
     progress: Callable[[], object] | None = None,
+    store: str | None = None,
 ) -> LocomoReport:
     """Ingest each conversation into its own user scope, then answer every question with every configuration.
+
+    ``store`` is where (a store URL, e.g. ``postgresql://...``; it must hold no memories), instead of a temporary
+    SQLite file.
 
     ``presets`` are retrieval preset names (``None``: all of them); the default preset is always measured and
     every other configuration is compared with it. ``progress`` is accepted for compatibility and ignored: pass
@@ -275,8 +280,11 @@ def run_locomo(
     questions = [q for c in convs for q in c.questions]
     with (
         tempfile.TemporaryDirectory(prefix="memlane-bench-") as tmp,
-        Memory(Path(tmp) / "locomo.db", embedder=embedder or config.embedder, config=config) as memory,
+        Memory(store or Path(tmp) / "locomo.db", embedder=embedder or config.embedder, config=config) as memory,
     ):
+        held = memory.stats()
+        if held.memories:
+            raise ValidationError(f"the bench store {held.path} must be empty; it holds {held.memories} memories")
         memory.embedder.embed(["warm up the model before timing"])
         memory.embedder.embed_query("warm up")
         track.phase("LoCoMo: ingesting turns", n_turns)

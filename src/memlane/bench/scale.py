@@ -23,7 +23,7 @@ from memlane.bench.corpus import corpus, load_seeds, queries
 from memlane.bench.metrics import percentile
 from memlane.config import Config
 from memlane.engine import Memory
-from memlane.errors import ConfigError
+from memlane.errors import ConfigError, ValidationError
 from memlane.models import Message
 
 DEFAULT_SIZES: tuple[int, ...] = (1_000, 10_000, 100_000, 1_000_000)
@@ -95,6 +95,7 @@ class ScalePlan:
     max_sizes: dict[str, int]
     queries: int
     preset: str | None = None
+    store: str | None = None  # a store URL measured instead of a temporary SQLite file (it must start empty)
 
     @classmethod
     def build(
@@ -107,6 +108,7 @@ class ScalePlan:
         queries: int = 200,
         quick: bool = False,
         preset: str | None = None,
+        store: str | None = None,
     ) -> ScalePlan:
         """A plan from CLI options; ``quick`` shrinks the defaults to 1,000 memories, 1 and 100 users, 50 queries."""
         if quick:
@@ -120,6 +122,7 @@ class ScalePlan:
             max_sizes=parse_max_sizes(max_sizes),
             queries=queries,
             preset=preset,
+            store=store,
         )
         if min(plan.sizes) < 1 or min(plan.users) < 1 or plan.queries < 1:
             raise ConfigError("sizes, users and queries must be positive")
@@ -157,6 +160,7 @@ def memlane_point(
     users: int,
     n_queries: int,
     preset: str | None = None,
+    store: str | None = None,
     *,
     tracker: Tracker,
 ) -> ScalePoint:
@@ -164,7 +168,8 @@ def memlane_point(
 
     Two workloads: search-only (every search over an unchanged store), then chat (each search right after a
     one-message ``add`` to the same user, as in a conversation, so that any per-write index or cache work that a
-    search pays for shows up).
+    search pays for shows up). With ``store`` (a URL; it must hold no memories) the point is measured there, and
+    what it wrote is deleted afterwards.
     """
     seeds = load_seeds(locomo, memorybank)
     texts = list(corpus(seeds, size))
@@ -179,7 +184,9 @@ def memlane_point(
     baseline = current_rss_mb()
     with tempfile.TemporaryDirectory(prefix="memlane-scale-") as tmp:
         db = Path(tmp) / "scale.db"
-        with Memory(db, embedder=embedder, config=config) as memory:
+        with Memory(store or db, embedder=embedder, config=config) as memory:
+            if store is not None and memory.stats().memories:
+                raise ValidationError(f"the bench store {memory.stats().path} must be empty; it holds memories")
             memory.embedder.embed(["warm up the model before timing"])
             memory.embedder.embed_query("warm up")
             identity = memory.embedder.identity
@@ -220,8 +227,13 @@ def memlane_point(
                 chat.append((time.perf_counter() - t1) * 1000)
                 adds.append((t1 - t0) * 1000)
                 tracker.advance()
-        disk = dir_size_bytes(Path(tmp))
+            disk = memory.stats().size_bytes if store is not None else 0
+            if store is not None:
+                for user, _, _ in blocks:
+                    memory.delete_all(user_id=user)
+        disk = disk or dir_size_bytes(Path(tmp))
     return ScalePoint(
+        system="memlane" if store is None else f"memlane ({store.partition('://')[0]})",
         embedder=embedder,
         identity=identity,
         size=size,
@@ -264,7 +276,9 @@ def run_scale(
     report = ScaleReport(machine=machine(), corpus=CORPUS_NOTE, points=[])
     for e, s, u in plan.points():
         report.points.append(
-            run_isolated(memlane_point, locomo, memorybank, e, s, u, plan.queries, plan.preset, tracker=tracker)
+            run_isolated(
+                memlane_point, locomo, memorybank, e, s, u, plan.queries, plan.preset, plan.store, tracker=tracker
+            )
         )
         if on_point is not None:
             on_point(report)

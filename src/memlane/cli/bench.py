@@ -95,6 +95,10 @@ def bench_locomo(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write all results to this JSON (.gz) file.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="Only the first N conversations.")] = None,
     quick: QuickOpt = False,
+    store: Annotated[
+        str | None,
+        typer.Option("--store", help="An empty store URL to measure (e.g. postgresql://...). Default: SQLite."),
+    ] = None,
 ) -> None:
     """Turn-level LoCoMo retrieval: recall@k, nDCG@10, MRR per category with CIs, paired tests, tokens, latency."""
     from memlane.bench.locomo import render_report, run_locomo, write_json
@@ -102,7 +106,14 @@ def bench_locomo(
     try:
         with tracking() as tracker:
             report = run_locomo(
-                data, presets=config_names, split=split, embedder=embedder, limit=limit, quick=quick, tracker=tracker
+                data,
+                presets=config_names,
+                split=split,
+                embedder=embedder,
+                limit=limit,
+                quick=quick,
+                tracker=tracker,
+                store=store,
             )
     except MemlaneError as exc:
         _fail(str(exc))
@@ -266,6 +277,10 @@ def bench_scale(
     ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results to this JSON file.")] = None,
     quick: QuickOpt = False,
+    store: Annotated[
+        str | None,
+        typer.Option("--store", help="An empty store URL to measure (e.g. postgresql://...). Default: SQLite files."),
+    ] = None,
 ) -> None:
     """Ingest items/s, search p50/p95/p99 (alone, and right after an add), peak RSS and disk against size and users."""
     from memlane.bench.locomo import write_json
@@ -280,6 +295,7 @@ def bench_scale(
             queries=queries,
             quick=quick,
             preset=preset,
+            store=store,
         )
         command = _command("scale")
 
@@ -531,3 +547,45 @@ def bench_dialogue(
     if quick:
         evalset = evalset.first_scopes(1, max_queries=25)
     _run_labelled("dialogue", evalset, config_names, split, embedder, json_out)
+
+
+@bench_app.command("load")
+def bench_load(
+    url: Annotated[
+        str | None, typer.Option("--url", help="A running server (default: start one on a fresh temp data dir).")
+    ] = None,
+    key: Annotated[str | None, typer.Option("--key", envvar="MEMLANE_API_KEY", help="API key for --url.")] = None,
+    clients: Annotated[int, typer.Option("--clients", help="Concurrent clients.")] = 50,
+    seconds: Annotated[float, typer.Option("--seconds", help="How long to run.")] = 60.0,
+    add_share: Annotated[
+        float, typer.Option("--add-share", help="Share of requests that add (the rest search).")
+    ] = 0.3,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """REST load on loopback: concurrent clients, mixed add/search; throughput, p50/p95/p99, errors (JSON)."""
+    import json
+
+    from memlane.bench.load import run_load, spawned_server
+
+    try:
+        if url is None:
+            with spawned_server(embedder) as (spawned, admin_key):
+                result = run_load(spawned, admin_key, clients=clients, seconds=seconds, add_share=add_share)
+        else:
+            if not key:
+                _fail("--url needs --key (or MEMLANE_API_KEY)")
+            result = run_load(url, key, clients=clients, seconds=seconds, add_share=add_share)
+    except MemlaneError as exc:
+        _fail(str(exc))
+    report = {
+        "command": _command("load"),
+        "clients": result.clients,
+        "seconds": round(result.seconds, 1),
+        "requests": result.requests,
+        "throughput_rps": round(result.throughput, 1),
+        "errors": result.errors,
+        "server_errors": result.server_errors,
+        "by_op": {op: {k: round(v, 1) for k, v in d.items()} for op, d in result.by_op.items()},
+        "load_average": [round(x, 2) for x in result.load_average],
+    }
+    out.print(json.dumps(report, indent=2), highlight=False)

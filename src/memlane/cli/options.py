@@ -12,6 +12,7 @@ DbOpt = Annotated[
     typer.Option(
         "--db",
         envvar="MEMLANE_DB",
-        help="SQLite file or store URL, e.g. sqlite:///m.db?vectors=qdrant://HOST (default: $MEMLANE_HOME/memlane.db).",
+        help="SQLite file or store URL, e.g. postgresql://HOST/DB or sqlite:///m.db?vectors=qdrant://HOST "
+        "(default: $MEMLANE_HOME/memlane.db).",
     ),
 ]

@@ -47,7 +47,20 @@ def open_store(target: str | Path) -> Store:
             if "collection" in options:
                 raise ConfigError(f"{text!r}: collection= names a Qdrant collection and needs vectors=qdrant://...")
             return SQLiteStore(location or ":memory:", read_only=read_only)
+        if scheme in ("postgresql", "postgres"):
+            return _open_postgres(text)
         raise ConfigError(
-            f"unsupported store URL scheme {scheme!r}; supported: sqlite:///path, a file path, ':memory:'"
+            f"unsupported store URL scheme {scheme!r}; supported: sqlite:///path, postgresql://..., a file path, ':memory:'"
         )
     return SQLiteStore(Path(text))
+
+
+def _open_postgres(url: str) -> Store:
+    """A ``PostgresStore`` (``memlane[postgres]``), or a ``ConfigError`` naming the extra when it is not installed."""
+    try:
+        from memlane.store.postgres import PostgresStore
+    except ImportError as exc:
+        raise ConfigError(
+            f"a postgresql:// store needs the postgres extra: pip install 'memlane[postgres]' ({exc})"
+        ) from exc
+    return PostgresStore(url)

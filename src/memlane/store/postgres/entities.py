@@ -1,0 +1,86 @@
+"""The entity tables: which entities each memory involves (and who said it), and each user's aliases."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+from memlane.enrich.entities import AliasRow, canonical
+from memlane.models import MemoryItem
+from memlane.store.postgres.db import Database
+from memlane.store.postgres.rows import run
+
+
+def write_entities(c: psycopg.Connection[Any], pk: int, item: MemoryItem) -> None:
+    """Replace the entity rows of one memory."""
+    run(c, "DELETE FROM memory_entities WHERE pk = %s", (pk,))
+    speaker = canonical(item.speaker) if item.speaker else None
+    names = list(dict.fromkeys(item.entities))
+    if names:
+        run(
+            c,
+            "INSERT INTO memory_entities (pk, user_id, entity, said_by) "
+            "SELECT %s, %s, e, e = %s FROM unnest(%s::text[]) e ON CONFLICT DO NOTHING",
+            (pk, item.user_id, speaker or "", names),
+        )
+
+
+def write_aliases(c: psycopg.Connection[Any], user_id: str, rows: Sequence[AliasRow]) -> None:
+    """Insert or overwrite rows of a user's entity table."""
+    if not rows:
+        return
+    with c.cursor() as cur:
+        cur.executemany(
+            b"INSERT INTO entities (user_id, alias, canonical, kind, display) VALUES (%s, %s, %s, %s, %s) "
+            b"ON CONFLICT (user_id, alias) DO UPDATE SET canonical = excluded.canonical, kind = excluded.kind, "
+            b"display = excluded.display",
+            [(user_id, r.alias, r.target, r.kind, r.display) for r in rows],
+        )
+
+
+class PostgresEntityIndex:
+    """Entity lookups for query planning."""
+
+    _db: Database
+
+    def entity_aliases(self, user_id: str) -> builtins.list[AliasRow]:
+        rows = self._db.read(
+            "SELECT alias, canonical, kind, display FROM entities WHERE user_id = %s", (user_id,), scope=user_id
+        )
+        return [AliasRow(str(a), str(t), str(k), str(d)) for a, t, k, d in rows]
+
+    def resolve_aliases(self, user_id: str, keys: Sequence[str]) -> dict[str, str]:
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+        rows = self._db.read(
+            "SELECT alias, canonical FROM entities WHERE user_id = %s AND alias = ANY(%s)",
+            (user_id, wanted),
+            scope=user_id,
+        )
+        return {str(a): str(t) for a, t in rows}
+
+    def speakers(self, user_id: str, names: Sequence[str]) -> builtins.list[str]:
+        wanted = list(dict.fromkeys(names))
+        if not wanted:
+            return []
+        rows = self._db.read(
+            "SELECT DISTINCT entity FROM memory_entities WHERE user_id = %s AND said_by AND entity = ANY(%s)",
+            (user_id, wanted),
+            scope=user_id,
+        )
+        return [str(r[0]) for r in rows]
+
+    def known_entities(self, user_id: str, names: Sequence[str]) -> builtins.list[str]:
+        wanted = list(dict.fromkeys(names))
+        if not wanted:
+            return []
+        rows = self._db.read(
+            "SELECT DISTINCT entity FROM memory_entities WHERE user_id = %s AND entity = ANY(%s)",
+            (user_id, wanted),
+            scope=user_id,
+        )
+        return [str(r[0]) for r in rows]

@@ -1,0 +1,141 @@
+"""The lexical dimension in PostgreSQL: BM25 computed in SQL over the generated ``tsvector`` column (GIN index keyed
+by user), top-k inside the database; and the previous turn's words kept beside each turn (the ``ctx`` column).
+
+Why BM25 and not ``ts_rank_cd``: ``ts_rank_cd`` has no inverse document frequency (a match on a word every memory
+has counts as much as one on a rare name) and saturates differently, so fused rankings would drift from the SQLite
+store's. The score here is FTS5's ``bm25()`` formula with its constants (k1 = 1.2, b = 0.75, the context column at
+weight 0.4, IDF floored at 1e-6) over per-user statistics (``text_stats``, kept by a trigger): the same number SQLite
+gives whenever the two analyse the words alike and the store holds one user (SQLite's statistics span every user of
+the file; here a user's scores never depend on another user's memories). Snowball English stemming here against
+FTS5's Porter, and PostgreSQL's word splitter against unicode61, make the rest of the difference.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from typing import Any, Final
+
+import psycopg
+
+from memlane.models import Filters, MemoryItem, MemoryKind
+from memlane.store.postgres.db import Database
+from memlane.store.postgres.rows import filter_sql, run
+
+# FTS5's bm25() constants, and the weight of the previous turn's words (as CONTEXT_WEIGHT in the SQLite store).
+K1: Final = 1.2
+B: Final = 0.75
+CONTEXT_WEIGHT: Final = 0.4
+
+# The query's lexemes, the user's collection statistics and each lexeme's IDF; then every matching memory of the
+# user (GIN: user and lexemes) scored from its own tsvector (only the query's lexemes read). Each IDF is counted once
+# (MATERIALIZED: never per matching row). ``{where}`` and ``{tail}`` are filled from constants.
+_BM25: Final = f"""
+WITH q AS (
+    SELECT array_agg(DISTINCT u.lexeme) AS lexemes FROM unnest(to_tsvector('memlane', %(text)s)) u
+), st AS (
+    SELECT docs::float8 AS n, tokens::float8 / greatest(docs, 1) AS avgdl FROM text_stats WHERE user_id = %(user)s
+), tq AS (
+    SELECT (SELECT string_agg(quote_literal(x), ' | ') FROM unnest(q.lexemes) x)::tsquery AS query, q.lexemes FROM q
+), df AS MATERIALIZED (
+    SELECT l.lexeme, greatest(ln((0.5 + st.n - h.n) / (0.5 + h.n)), 1e-6) AS idf
+    FROM q CROSS JOIN st CROSS JOIN LATERAL unnest(q.lexemes) l (lexeme) CROSS JOIN LATERAL (
+        SELECT count(*)::float8 AS n FROM memories d
+        WHERE d.user_id = %(user)s AND d.tsv @@ quote_literal(l.lexeme)::tsquery
+    ) h
+)
+SELECT m.id, sum(df.idf * t.tf * {K1 + 1}::float8 / (t.tf + {K1}::float8 * ({1 - B}::float8 + {B}::float8 * m.doclen / st.avgdl))) AS s
+FROM memories m CROSS JOIN st CROSS JOIN tq
+CROSS JOIN LATERAL (
+    SELECT u.lexeme, coalesce(cardinality(array_positions(u.weights, 'A')), 0)
+        + {CONTEXT_WEIGHT}::float8 * coalesce(cardinality(array_positions(u.weights, 'B')), 0) AS tf
+    FROM unnest(m.tsv) u WHERE u.lexeme = ANY(tq.lexemes)
+) t
+JOIN df ON df.lexeme = t.lexeme
+WHERE m.user_id = %(user)s AND m.tsv @@ tq.query AND {{where}}
+GROUP BY m.pk, m.id
+{{tail}}
+"""
+
+
+def _params(user_id: str, terms: Sequence[str], where_params: list[Any]) -> dict[str, Any]:
+    params: dict[str, Any] = {"user": user_id, "text": " ".join(terms)}
+    params.update({f"f{i}": v for i, v in enumerate(where_params)})
+    return params
+
+
+def _named(where: str, n: int) -> str:
+    """``where`` with its ``%s`` placeholders renamed ``%(f0)s``, ``%(f1)s``... (the query uses named ones)."""
+    parts = where.split("%s")
+    assert len(parts) == n + 1
+    return "".join(p + (f"%(f{i})s" if i < n else "") for i, p in enumerate(parts))
+
+
+def previous_turn(c: psycopg.Connection[Any], item: MemoryItem) -> str:
+    """The text of the turn before ``item`` in its session (indexed beside it, as in the SQLite store)."""
+    if item.kind != MemoryKind.MESSAGE or not item.position:
+        return ""
+    row = run(
+        c,
+        "SELECT text FROM memories WHERE user_id = %s AND session_id IS NOT DISTINCT FROM %s AND position = %s "
+        "AND kind = 'message'",
+        (item.user_id, item.session_id, item.position - 1),
+    ).fetchone()
+    return str(row[0]) if row else ""
+
+
+def turn_of(c: psycopg.Connection[Any], pk: int) -> tuple[str, str | None, int] | None:
+    """(user, session, position) of a row that is a turn of a conversation, else None."""
+    row = run(
+        c,
+        "SELECT user_id, session_id, position FROM memories WHERE pk = %s AND kind = 'message' "
+        "AND position IS NOT NULL",
+        (pk,),
+    ).fetchone()
+    return None if row is None else (str(row[0]), row[1], int(row[2]))
+
+
+def refresh_next_context(c: psycopg.Connection[Any], turn: tuple[str, str | None, int] | None) -> None:
+    """Rebuild the context of the turn after ``turn`` from the rows as they are now (in the caller's transaction)."""
+    if turn is None:
+        return
+    user_id, session_id, position = turn
+    run(
+        c,
+        "UPDATE memories n SET ctx = coalesce((SELECT p.text FROM memories p WHERE p.user_id = n.user_id "
+        "AND p.session_id IS NOT DISTINCT FROM n.session_id AND p.position = n.position - 1 "
+        "AND p.kind = 'message' LIMIT 1), '') "
+        "WHERE n.user_id = %s AND n.session_id IS NOT DISTINCT FROM %s AND n.position = %s AND n.kind = 'message'",
+        (user_id, session_id, position + 1),
+    )
+
+
+class PostgresTextIndex:
+    """BM25 in SQL, confined to a user by the index key and every query's condition."""
+
+    _db: Database
+
+    def text_search(
+        self, user_id: str, terms: Sequence[str], limit: int | None, filters: Filters
+    ) -> builtins.list[tuple[str, float]]:
+        if not terms or (limit is not None and limit <= 0):
+            return []
+        where, wparams = filter_sql(filters)
+        params = _params(user_id, terms, wparams)
+        tail = "ORDER BY s DESC, m.pk"
+        if limit is not None:
+            tail += " LIMIT %(limit)s"
+            params["limit"] = int(limit)
+        sql = _BM25.replace("{where}", _named(where, len(wparams))).replace("{tail}", tail)
+        return [(str(i), float(s)) for i, s in self._db.read(sql, params, scope=user_id)]
+
+    def text_scores(
+        self, user_id: str, terms: Sequence[str], memory_ids: Sequence[str], filters: Filters
+    ) -> dict[str, float]:
+        if not terms or not memory_ids:
+            return {}
+        where, wparams = filter_sql(filters)
+        params = _params(user_id, terms, wparams)
+        params["ids"] = list(dict.fromkeys(memory_ids))
+        sql = _BM25.replace("{where}", f"m.id = ANY(%(ids)s) AND {_named(where, len(wparams))}").replace("{tail}", "")
+        return {str(i): float(s) for i, s in self._db.read(sql, params, scope=user_id)}

@@ -1,0 +1,258 @@
+"""Writing memory rows with their vectors, text entries, entity rows, history and jobs, each call in one
+transaction.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Final
+
+import numpy as np
+import psycopg
+
+import memlane.store.postgres.jobs as jobs_sql
+from memlane.embedding.base import Vectors
+from memlane.enrich.entities import AliasRow, canonical
+from memlane.errors import NotFoundError, StoreError
+from memlane.models import HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKind, utcnow
+from memlane.store.outcome import JobClaim, JobOutcome
+from memlane.store.postgres.db import Database
+from memlane.store.postgres.entities import write_aliases, write_entities
+from memlane.store.postgres.history import erase_text, log_event
+from memlane.store.postgres.rows import run
+from memlane.store.postgres.text import previous_turn, refresh_next_context, turn_of
+from memlane.store.postgres.validity import forget_links, mark_contradicted
+from memlane.store.records import embed_hash
+from memlane.store.sqlite.rows import COLUMNS, MUTABLE, item_params, to_micros
+
+_NAMES: Final = tuple(c.strip() for c in COLUMNS.split(","))
+_MARKS: Final = ", ".join("%s::jsonb" if c == "metadata" else "%s" for c in _NAMES)
+_INSERT: Final = (
+    f"INSERT INTO memories ({COLUMNS}, embed_hash, body, ctx, vec) VALUES ({_MARKS}, %s, %s, %s, %s) RETURNING pk"
+)
+_SETS: Final = ", ".join(f"{c} = %s::jsonb" if c == "metadata" else f"{c} = %s" for c in MUTABLE)
+
+
+def insert_row(c: psycopg.Connection[Any], item: MemoryItem, body: str, vec: Vectors, ctx: str | None = None) -> int:
+    """Insert a memory with its entity rows, vector and text entry (``ctx``: the previous turn's text by default)."""
+    context = previous_turn(c, item) if ctx is None else ctx
+    row = run(c, _INSERT, (*item_params(item, embed_hash(body)), body, context, vec)).fetchone()
+    assert row is not None
+    pk = int(row[0])
+    write_entities(c, pk, item)
+    return pk
+
+
+_PREVIOUS: Final = (
+    "coalesce((SELECT p.text FROM memories p WHERE p.user_id = %s AND p.session_id IS NOT DISTINCT FROM %s "
+    "AND p.position = %s AND p.kind = 'message' LIMIT 1), '')"
+)
+# A memory, its text entry (the previous turn's words found inside the statement) and its entity rows, in one
+# statement that returns nothing: an add's statements then leave together (a pipeline), not one round trip each.
+_INSERT_WITH_ENTITIES: Final = (
+    f"WITH ins AS (INSERT INTO memories ({COLUMNS}, embed_hash, body, ctx, vec) VALUES ({_MARKS}, %s, %s, {{ctx}}, %s) "
+    "RETURNING pk, user_id) INSERT INTO memory_entities (pk, user_id, entity, said_by) "
+    "SELECT ins.pk, ins.user_id, e, e = %s FROM ins, unnest(%s::text[]) e ON CONFLICT DO NOTHING"
+)
+
+
+def insert_item(c: psycopg.Connection[Any], item: MemoryItem, body: str, vec: Vectors) -> None:
+    """``insert_row`` without reading anything back (for an add's pipeline)."""
+    speaker = canonical(item.speaker) if item.speaker else ""
+    names = list(dict.fromkeys(item.entities))
+    head = (*item_params(item, embed_hash(body)), body)
+    if item.kind == MemoryKind.MESSAGE and item.position:
+        sql = _INSERT_WITH_ENTITIES.replace("{ctx}", _PREVIOUS)
+        params: tuple[Any, ...] = (*head, item.user_id, item.session_id, item.position - 1, vec, speaker, names)
+    else:
+        sql = _INSERT_WITH_ENTITIES.replace("{ctx}", "''")
+        params = (*head, vec, speaker, names)
+    run(c, sql, params)
+
+
+def row_key(c: psycopg.Connection[Any], user_id: str, memory_id: str) -> int:
+    """The row key of one memory of this user (locked for this transaction); ``NotFoundError`` when absent."""
+    row = run(c, "SELECT pk FROM memories WHERE user_id = %s AND id = %s FOR UPDATE", (user_id, memory_id)).fetchone()
+    if row is None:
+        raise NotFoundError(f"no memory {memory_id!r} for user {user_id!r}")
+    return int(row[0])
+
+
+def update_fields(c: psycopg.Connection[Any], pk: int, item: MemoryItem) -> None:
+    """Overwrite a row's fields and entity rows (not its own text entry; the next turn's context follows)."""
+    before = turn_of(c, pk)
+    run(c, f"UPDATE memories SET {_SETS} WHERE pk = %s", (*item_params(item, "")[2:-1], pk))
+    write_entities(c, pk, item)
+    refresh_next_context(c, before)
+    after = turn_of(c, pk)
+    if after != before:
+        refresh_next_context(c, after)
+
+
+def remove_row(
+    c: psycopg.Connection[Any], user_id: str, pk: int, memory_id: str, at: datetime, changes: dict[str, Any]
+) -> None:
+    """Delete a memory from every index (the next turn's context included), forget its words in history, log DELETE."""
+    turn = turn_of(c, pk)
+    run(c, "DELETE FROM memories WHERE pk = %s", (pk,))  # entity rows and staged vectors cascade
+    refresh_next_context(c, turn)
+    run(c, "DELETE FROM feedback WHERE user_id = %s AND memory_id = %s", (user_id, memory_id))
+    erase_text(c, user_id, memory_id)
+    forget_links(c, user_id, memory_id)
+    log_event(c, user_id, memory_id, HistoryEvent.DELETE, at, changes=changes)
+
+
+def _next_position(
+    c: psycopg.Connection[Any], cache: dict[tuple[str, str | None], int], user_id: str, session_id: str | None
+) -> int:
+    key = (user_id, session_id)
+    if key not in cache:
+        # Writers of one session (in any process) take turns here until they commit: positions stay distinct.
+        run(c, "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{user_id}\x1f{session_id}",))
+        row = run(
+            c,
+            "SELECT max(position) FROM memories WHERE user_id = %s AND session_id IS NOT DISTINCT FROM %s",
+            (user_id, session_id),
+        ).fetchone()
+        cache[key] = -1 if row is None or row[0] is None else int(row[0])
+    cache[key] += 1
+    return cache[key]
+
+
+class PostgresWrites:
+    """Inserts, updates, deletes and access counts."""
+
+    _db: Database
+
+    def insert(
+        self,
+        items: Sequence[MemoryItem],
+        index_texts: Sequence[str],
+        vectors: Vectors,
+        event: HistoryEvent = HistoryEvent.ADD,
+        aliases: Mapping[str, Sequence[AliasRow]] | None = None,
+        *,
+        jobs: Sequence[Job] = (),
+        changes: Mapping[str, Mapping[str, Any]] | None = None,
+        claim: JobClaim | None = None,
+    ) -> None:
+        self.write(items, index_texts, vectors, event=event, aliases=aliases, jobs=jobs, changes=changes, claim=claim)
+
+    def write(
+        self,
+        items: Sequence[MemoryItem],
+        index_texts: Sequence[str],
+        vectors: Vectors,
+        *,
+        event: HistoryEvent = HistoryEvent.ADD,
+        aliases: Mapping[str, Sequence[AliasRow]] | None = None,
+        jobs: Sequence[Job] = (),
+        changes: Mapping[str, Mapping[str, Any]] | None = None,
+        updates: Sequence[tuple[MemoryItem, HistoryEntry]] = (),
+        finish: JobOutcome | None = None,
+        claim: JobClaim | None = None,
+    ) -> None:
+        """New items (with their index entries), changed items (no re-index), jobs enqueued (a running one under
+        ``claim``) and a job finished: all in one transaction, or nothing when the finished job is fenced.
+        """
+        if not (len(items) == len(index_texts) == len(vectors)):
+            raise StoreError("insert needs one index text and one vector per item")
+        if not items and not updates and not jobs and finish is None:
+            return
+        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+        with self._db.atomic() as c, c.pipeline():
+            if finish is not None:  # first: a fenced job writes nothing
+                jobs_sql.finish(c, finish, to_micros(utcnow()))
+            next_position: dict[tuple[str, str | None], int] = {}
+            for item, body, vec in zip(items, index_texts, vecs, strict=True):
+                if item.position is None and item.kind == MemoryKind.MESSAGE:
+                    item.position = _next_position(c, next_position, item.user_id, item.session_id)
+                insert_item(c, item, body, vec)
+                extra = dict((changes or {}).get(item.id, {}))
+                log_event(c, item.user_id, item.id, event, item.created_at, None, item.text, extra)
+                if item.superseded_by:  # an older claim learnt late: born superseded, so are its messages
+                    mark_contradicted(c, item)
+            for item, entry in updates:
+                update_fields(c, row_key(c, item.user_id, item.id), item)
+                log_event(
+                    c, item.user_id, item.id, entry.event, entry.at, entry.old_text, entry.new_text, entry.changes
+                )
+                if entry.event is HistoryEvent.SUPERSEDE:
+                    mark_contradicted(c, item)
+            for user_id, rows in (aliases or {}).items():
+                write_aliases(c, user_id, rows)
+            for job in jobs:
+                jobs_sql.enqueue(c, job, claim)
+
+    def replace(
+        self,
+        item: MemoryItem,
+        index_text: str | None,
+        vector: Vectors | None,
+        entry: HistoryEntry,
+        aliases: Sequence[AliasRow] = (),
+    ) -> None:
+        with self._db.atomic(item.user_id) as c:
+            pk = row_key(c, item.user_id, item.id)
+            update_fields(c, pk, item)
+            write_aliases(c, item.user_id, aliases)
+            if index_text is not None and vector is not None:
+                vec = np.ascontiguousarray(vector, dtype=np.float32).reshape(-1)
+                run(
+                    c,
+                    "UPDATE memories SET embed_hash = %s, body = %s, vec = %s WHERE pk = %s",
+                    (embed_hash(index_text), index_text, vec, pk),
+                )
+            log_event(c, item.user_id, item.id, entry.event, entry.at, entry.old_text, entry.new_text, entry.changes)
+
+    def delete(self, user_id: str, memory_id: str, at: datetime) -> builtins.list[str]:
+        with self._db.atomic(user_id) as c:
+            pk = row_key(c, user_id, memory_id)
+            removed = [memory_id]
+            remove_row(c, user_id, pk, memory_id, at, {})
+            derived = run(
+                c,
+                "SELECT pk, id, sources FROM memories WHERE user_id = %s AND kind != 'message' "
+                "AND sources::jsonb @> jsonb_build_array(jsonb_build_object('memory_id', %s::text)) ORDER BY pk",
+                (user_id, memory_id),
+            ).fetchall()
+            for dpk, mid, sources in derived:
+                kept = [ref for ref in json.loads(sources) if ref.get("memory_id") != memory_id]
+                if kept:
+                    run(c, "UPDATE memories SET sources = %s WHERE pk = %s", (json.dumps(kept), int(dpk)))
+                    log_event(c, user_id, mid, HistoryEvent.UPDATE, at, changes={"source_deleted": memory_id})
+                else:
+                    removed.append(str(mid))
+                    remove_row(c, user_id, int(dpk), str(mid), at, {"source_deleted": memory_id})
+        return removed
+
+    def delete_user(self, user_id: str) -> int:
+        with self._db.atomic(user_id) as c:
+            row = run(c, "SELECT count(*) FROM memories WHERE user_id = %s", (user_id,)).fetchone()
+            n = int(row[0]) if row else 0
+            for table in (
+                "memories",
+                "entities",
+                "feedback",
+                "history",
+                "jobs",
+                "archive",
+                "contradictions",
+                "text_stats",
+            ):
+                run(c, f"DELETE FROM {table} WHERE user_id = %s", (user_id,))
+        return n
+
+    def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None:
+        if not memory_ids:
+            return
+        with self._db.atomic(user_id) as c:
+            run(
+                c,
+                "UPDATE memories SET access_count = access_count + 1, last_accessed = %s "
+                "WHERE user_id = %s AND id = ANY(%s)",
+                (to_micros(at), user_id, list(memory_ids)),
+            )

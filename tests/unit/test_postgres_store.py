@@ -1,0 +1,224 @@
+"""The PostgreSQL backend's own behaviour beyond the shared contract: concurrent first opens (migrations under an
+advisory lock), URL options, one transaction per add, the user scope in every table, HNSW in the plan.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+
+import numpy as np
+import psycopg
+import pytest
+
+from memlane import Config, Filters, HistoryEvent, Memory
+from memlane.embedding.fake import HashEmbedder
+from memlane.errors import ConfigError, StoreError
+from memlane.store.postgres import PostgresStore
+from memlane.store.postgres.schema import MIGRATIONS
+from tests.pg_server import postgres_url
+
+
+def _with_database(url: str, name: str) -> str:
+    scheme, _, rest = url.partition("://")
+    authority, _, tail = rest.partition("/")
+    query = tail.partition("?")[2]
+    return f"{scheme}://{authority}/{name}" + (f"?{query}" if query else "")
+
+
+@pytest.fixture
+def fresh_database() -> Iterator[str]:
+    """A new, empty database on the test server (dropped afterwards)."""
+    base = postgres_url()
+    name = f"memlane_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True) as c:
+        c.execute(f"CREATE DATABASE {name}")
+    yield _with_database(base, name)
+    with psycopg.connect(base, autocommit=True) as c:
+        c.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+def test_processes_starting_at_once_migrate_a_new_database_once(fresh_database: str) -> None:
+    stores: list[PostgresStore] = []
+    errors: list[BaseException] = []
+    gate = threading.Barrier(6)
+
+    def open_one() -> None:
+        try:
+            gate.wait()
+            stores.append(PostgresStore(fresh_database))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert errors == []
+        assert len(stores) == 6
+        with psycopg.connect(fresh_database) as c:
+            applied = [r[0] for r in c.execute("SELECT name FROM migrations ORDER BY name").fetchall()]
+        assert applied == [name for name, _ in MIGRATIONS]
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_a_database_from_a_newer_memlane_is_refused(fresh_database: str) -> None:
+    PostgresStore(fresh_database).close()
+    with psycopg.connect(fresh_database, autocommit=True) as c:
+        c.execute("INSERT INTO migrations VALUES ('9999_future', now())")
+    with pytest.raises(StoreError, match="9999_future"):
+        PostgresStore(fresh_database)
+
+
+def test_url_options_are_read_and_checked(fresh_database: str) -> None:
+    sep = "&" if "?" in fresh_database else "?"
+    store = PostgresStore(f"{fresh_database}{sep}pool_size=2&ef_search=64")
+    try:
+        with store._db.reading() as c:
+            row = c.execute("SHOW hnsw.ef_search").fetchone()
+            assert row is not None and row[0] == "64"
+        assert store._db.pool.max_size == 2
+    finally:
+        store.close()
+    for bad in ("pool_size=0", "ef_search=lots", "ef_search=5000"):
+        with pytest.raises(ConfigError, match=bad.split("=")[0]):
+            PostgresStore(f"{fresh_database}{sep}{bad}")
+
+
+def test_password_is_kept_out_of_the_location() -> None:
+    from memlane.store.postgres.db import redact
+
+    assert redact("postgresql://app:s3cret@db.internal:5432/mem") == "postgresql://app:***@db.internal:5432/mem"
+    assert redact("postgresql://db.internal/mem") == "postgresql://db.internal/mem"
+
+
+def test_an_unreachable_server_is_a_store_error() -> None:
+    with pytest.raises(StoreError, match=r"cannot be reached|connection"):
+        Memory("postgresql://nobody@/memlane?host=/nonexistent-socket-dir&connect_timeout=2", embedder=HashEmbedder())
+
+
+def test_an_add_is_one_transaction() -> None:
+    """A failure part-way through an add (a duplicate id, rejected by the database) leaves nothing of it."""
+    url = postgres_url()
+    with Memory(url, embedder=HashEmbedder(), config=Config(embedder="hash", infer=False)) as memory:
+        [first] = memory.add("the first memory", user_id="u").items
+        store = memory._store
+        a, b = first.model_copy(update={"id": "fresh-id", "text": "new"}), first.model_copy()
+        vecs = np.vstack(memory.embedder.embed(["new", "dup"]))
+        with pytest.raises(StoreError, match="rejected"):
+            store.insert([a, b], ["new", "dup"], vecs)
+        assert [m.id for m in memory.list(user_id="u")] == [first.id]
+        assert [h.event for h in memory.history(first.id, user_id="u")] == [HistoryEvent.ADD]
+
+
+def test_every_table_carries_the_user_scope() -> None:
+    url = postgres_url()
+    with Memory(url, embedder=HashEmbedder(), config=Config(embedder="hash", infer=False)), psycopg.connect(url) as c:
+        tables = {
+            r[0]
+            for r in c.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+            ).fetchall()
+        }
+        scoped = {
+            r[0]
+            for r in c.execute(
+                "SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() "
+                "AND column_name = 'user_id'"
+            ).fetchall()
+        }
+    # Global by nature: the schema's own bookkeeping, the model identity, cross-process locks, staged re-embeddings
+    # (keyed by memory row, which is scoped).
+    assert tables - scoped == {"migrations", "meta", "locks", "vectors_next"}
+
+
+def test_vector_search_can_use_the_hnsw_index() -> None:
+    url = postgres_url()
+    with Memory(url, embedder=HashEmbedder(), config=Config(embedder="hash", infer=False)) as memory:
+        memory.add([f"memory number {i} about topic {i % 7}" for i in range(50)], user_id="u")
+        dim = memory.embedder.dim
+        with memory._store._db.reading() as c:
+            # A user this small is answered exactly (user index, then sort); without the sort, HNSW must serve.
+            c.execute("SET enable_sort = off")
+            q = np.asarray(memory.embedder.embed(["topic 3"])[0], dtype=np.float32)
+            plan = "\n".join(
+                r[0]
+                for r in c.execute(
+                    f"EXPLAIN SELECT id FROM memories m WHERE m.user_id = 'u' "
+                    f"ORDER BY m.vec::vector({dim}) <#> %s::vector({dim}) LIMIT 5",
+                    (q,),
+                ).fetchall()
+            )
+            c.execute("RESET enable_sort")
+        assert f"memories_vec_hnsw_ip_{dim}" in plan
+        hits = memory._store.vector_search("u", q, 5, Filters())
+        assert len(hits) == 5
+
+
+def test_the_cli_takes_a_postgresql_url(tmp_path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from memlane.cli import app
+
+    env = {"MEMLANE_HOME": str(tmp_path / "home"), "MEMLANE_EMBEDDER": "hash", "MEMLANE_DB": postgres_url()}
+    runner = CliRunner()
+    added = runner.invoke(app, ["add", "--user", "ana", "I adopted a beagle called Biscuit", "--json"], env=env)
+    assert added.exit_code == 0, added.output
+    [item] = json.loads(added.stdout)
+    found = runner.invoke(app, ["search", "beagle", "--user", "ana", "--json"], env=env)
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.stdout)[0]["memory"]["id"] == item["id"]
+
+
+def test_row_level_security_confines_a_transaction_to_its_user(fresh_database: str) -> None:
+    """Defence in depth: the application's role (not a superuser) sees only the user a call is about, even
+    through a query that names no user.
+    """
+    PostgresStore(fresh_database).close()  # the schema, made by the administrator
+    role = f"memlane_app_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(fresh_database, autocommit=True) as c:
+        c.execute(f"CREATE ROLE {role} LOGIN")
+        c.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}")
+        c.execute(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {role}")
+    sep = "&" if "?" in fresh_database else "?"
+    try:
+        with Memory(
+            f"{fresh_database}{sep}user={role}", embedder=HashEmbedder(), config=Config(embedder="hash", infer=False)
+        ) as memory:
+            memory.add(["ana likes tea", "ana plays chess"], user_id="ana")
+            memory.add("bob likes coffee", user_id="bob")
+            assert memory.search("likes", user_id="ana")[0].memory.user_id == "ana"
+            db = memory._store._db
+            assert db.read("SELECT count(*) FROM memories")[0][0] == 3
+            assert db.read("SELECT count(*) FROM memories", scope="ana")[0][0] == 2
+            assert db.read("SELECT DISTINCT user_id FROM history", scope="bob") == [("bob",)]
+            with db.atomic("ana") as c:
+                changed = c.execute("UPDATE memories SET importance = 0 WHERE user_id = 'bob'").rowcount
+            assert changed == 0
+            with pytest.raises(StoreError, match="row-level security"), db.atomic("ana") as c:
+                c.execute("INSERT INTO entities VALUES ('bob', 'x', 'x', 'person', 'X')")
+    finally:
+        with psycopg.connect(fresh_database, autocommit=True) as c:
+            c.execute(f"DROP OWNED BY {role}")
+            c.execute(f"DROP ROLE {role}")
+
+
+def test_reindex_to_another_dimension_switches_the_vector_index() -> None:
+    url = postgres_url()
+    config = Config(embedder="hash", infer=False)
+    with Memory(url, embedder=HashEmbedder(dim=64), config=config) as memory:
+        memory.add(["tea in the garden", "chess on sunday", "a beagle called Biscuit"], user_id="u")
+    with Memory(url, embedder=HashEmbedder(dim=32), config=config) as memory:
+        assert memory.reindex() == 3
+        assert memory._store.embedder_identity() == (memory.embedder.identity, 32)
+        assert memory.search("beagle", user_id="u")[0].memory.text == "a beagle called Biscuit"
+        with psycopg.connect(url) as c:
+            names = {r[0] for r in c.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'memories_vec%'")}
+        assert names == {"memories_vec_hnsw_ip_32"}
