@@ -1,4 +1,4 @@
-"""``memlane mcp`` and ``memlane worker`` open a store URL given to ``--db`` as that URL (not folded into a path)."""
+"""``memlane mcp``, ``memlane worker`` and ``memlane serve`` open a store URL given to ``--db`` as that URL (not folded into a path)."""
 
 from __future__ import annotations
 
@@ -65,3 +65,15 @@ def test_mcp_opens_a_store_url(url: str, monkeypatch: pytest.MonkeyPatch) -> Non
     assert result.exit_code == 0, result.output
     assert served and served[0]["transport"] == "stdio"
     _opened_at(url)
+
+
+def test_serve_is_given_a_store_url(url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    uvicorn = pytest.importorskip("uvicorn")
+    import memlane.server
+
+    settings: list[Any] = []
+    monkeypatch.setattr(memlane.server, "create_app", lambda s: settings.append(s))
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **kw: None)
+    result = runner.invoke(app, ["serve", "--db", url, "--data-dir", str(tmp_path / "srv")])
+    assert result.exit_code == 0, result.output
+    assert settings and settings[0].store == url
