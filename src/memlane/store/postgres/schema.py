@@ -289,7 +289,7 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
                 EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
                 EXECUTE format(
                     'CREATE POLICY memlane_scope ON %I USING '
-                    '(coalesce(current_setting(''memlane.scope'', true), ) IN (, user_id))',
+                    '(coalesce(current_setting(''memlane.scope'', true), '''') IN ('''', user_id))',
                     t
                 );
             END LOOP;
@@ -348,7 +348,7 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
                 EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
                 EXECUTE format(
                     'CREATE POLICY memlane_scope ON %I USING '
-                    '(coalesce(current_setting(''memlane.scope'', true), ) IN (, user_id))',
+                    '(coalesce(current_setting(''memlane.scope'', true), '''') IN ('''', user_id))',
                     t
                 );
             END LOOP;
