@@ -100,15 +100,25 @@ def test_source_has_every_kind_of_thing(source_db: Path) -> None:
     assert any(it["superseded_by"] for it in maya["items"])
 
 
-@pytest.mark.parametrize("to", ["sqlite", "sqlite+qdrant"])
+@pytest.mark.parametrize("to", ["sqlite", "sqlite+qdrant", "postgres"])
 def test_a_store_is_copied_whole_and_verified(source_db: Path, tmp_path: Path, to: str) -> None:
     if to == "sqlite+qdrant":
         pytest.importorskip("qdrant_client", reason="memlane[qdrant] is not installed")
-    target_url = f"sqlite:///{tmp_path / 'target.db'}" + ("?vectors=qdrant+local" if to == "sqlite+qdrant" else "")
+    if to == "postgres":
+        from tests.pg_server import postgres_url
+
+        target_url = postgres_url()
+    else:
+        target_url = f"sqlite:///{tmp_path / 'target.db'}" + ("?vectors=qdrant+local" if to == "sqlite+qdrant" else "")
     source, target = open_store(source_db), open_store(target_url)
     seen: list[tuple[str, int, int]] = []
     report = migrate(source, target, tmp_path / "ck.json", batch=7, on_progress=lambda *a: seen.append(a))
-    assert report.ok, [c for c in report.checks if not c.ok]
+    failed = [c for c in report.checks if not c.ok]
+    if to == "postgres":
+        # BM25 in PostgreSQL counts each user's statistics apart (SQLite's span the file) and stems with Snowball:
+        # text scores differ across the engines by design, so only that check may disagree.
+        failed = [c for c in failed if not c.name.startswith("text searches")]
+    assert not failed, failed
     assert snapshot(target) == snapshot(source)
     assert report.checkpoint.phase == "done" and report.checkpoint.copied["memories"] == source.count()
     assert ("memories", source.count(), source.count()) in seen
