@@ -272,3 +272,40 @@ def test_graph_and_security_rows_are_confined_and_erased_under_row_level_securit
         with psycopg.connect(fresh_database, autocommit=True) as c:
             c.execute(f"DROP OWNED BY {role}")
             c.execute(f"DROP ROLE {role}")
+
+
+def test_writers_of_the_same_relation_at_once_store_it_once() -> None:
+    """Adds from several processes stating the same fact at once: one open relation with every source, not several.
+
+    (They take turns on the relation's advisory lock; an add also waits on its user's text statistics row.)
+    """
+    url = postgres_url()
+    config = Config(embedder="hash", infer=False)
+    stores = [Memory(url, embedder=HashEmbedder(), config=config) for _ in range(4)]
+    gate = threading.Barrier(len(stores))
+    errors: list[BaseException] = []
+
+    def add(memory: Memory, n: int) -> None:
+        try:
+            gate.wait()
+            memory.add(
+                [{"role": "user", "name": "Melanie", "content": f"I live in Boston. ({n})"}],
+                user_id="u",
+                session_id=f"s{n}",  # other sessions: no wait on the session's position lock
+            )
+        except BaseException as exc:
+            errors.append(exc)
+
+    try:
+        threads = [threading.Thread(target=add, args=(m, n)) for n, m in enumerate(stores)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        [edge] = stores[0].relations(user_id="u")
+        assert (edge.subject, edge.object, edge.valid_until) == ("melanie", "boston", None)
+        assert len(edge.sources) == len(stores)
+    finally:
+        for m in stores:
+            m.close()

@@ -25,8 +25,13 @@ def write_relations(c: psycopg.Connection[Any], user_id: str, claims: Sequence[R
 
     The same relation still open gains the claim's source; a new object of a functional relation (``lives_in``,
     ``works_at``, ...) closes the subject's current one at the claim's ``valid_from``, as a superseded fact is.
-    A claim stated before the current one opened is stored already closed by it.
+    A claim stated before the current one opened is stored already closed by it. Writers of the same subject and
+    predicate (in any process) take turns until they commit, so an open relation is never stored twice; the locks
+    are taken in one order, so two writers never wait on each other in a cycle.
     """
+    keys = sorted({f"{user_id}\x1f{claim.subject}\x1f{claim.predicate}" for claim in claims})
+    for key in keys:
+        run(c, "SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))", (key,))
     for claim in claims:
         src = run(c, "SELECT pk FROM memories WHERE user_id = %s AND id = %s", (user_id, claim.source_id)).fetchone()
         if src is None:
