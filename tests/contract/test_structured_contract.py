@@ -63,7 +63,9 @@ def test_word_groups_match_the_memorys_own_words_as_the_text_index_reads_them(me
 
     assert matching(("o'neil",)) == [0]
     assert matching(("well-known",)) == [0, 3]
-    assert matching(("cafe",)) == matching(("café",)) == matching(("zurich",)) == [0]  # turn 1 holds them only as its previous turn
+    assert (
+        matching(("cafe",)) == matching(("café",)) == matching(("zurich",)) == [0]
+    )  # turn 1 holds them only as its previous turn
     assert matching(("run",)) == matching(("runners",)) == [1]
     assert matching(("don't",)) == [2] and matching(("dont",)) == []
     assert matching(("monday",)) == [2]
