@@ -54,6 +54,10 @@ PRESETS: Final[Mapping[str, RetrievalPreset]] = {
             dialogue_lexical=0.5,
             dialogue_last_turn=True,
             dialogue_dense="both",
+            # The pool: the top 50 of each content dimension, and the turns around the 20 strongest (chosen on the
+            # LoCoMo tune split: recall@10 0.832 against 0.830 with 100 and 50; every search scores the whole pool)
+            candidates=50,
+            expand=20,
         ),
         RetrievalPreset(
             "multi-graph",

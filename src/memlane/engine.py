@@ -66,6 +66,7 @@ from memlane.observe import Observation, check_observations, prepare
 from memlane.retrieval.rerank import make_reranker
 from memlane.retrieval.search import Retriever
 from memlane.retrieval.tuning import FitResult, LabelledQuery, QueryMatrix, fit, split_groups
+from memlane.scope import DEFAULT_TENANT, check_tenant, in_tenant, scope_key, unscope, unscope_all
 from memlane.security.guard import Guard, Screened, flags_for
 from memlane.security.sanitise import Fenced
 from memlane.security.sanitise import fence as fence_hits
@@ -259,6 +260,7 @@ class Memory:
         metadata: Mapping[str, Any] | None = None,
         infer: bool | None = None,
         async_mode: bool = False,
+        tenant: str | None = None,
     ) -> AddResult:
         """Store each message losslessly as a ``kind=message`` memory (all or none), then extract typed memories.
 
@@ -269,7 +271,7 @@ class Memory:
         queued in the same transaction as the messages.
         """
         limit = self.limits.id_chars
-        user_id = require_scope(user_id, max_chars=limit)
+        user_id = self._user(user_id, tenant)
         session_id = optional_id(session_id, max_chars=limit, what="session_id")
         agent_id = optional_id(agent_id, max_chars=limit, what="agent_id")
         base_meta = check_metadata(metadata, "metadata", self.limits)
@@ -311,14 +313,14 @@ class Memory:
             duplicates=[stored[it.content_hash].id for it in items if it.content_hash in stored],
         )
         if not fresh:
-            return result
+            return unscope(result)
         self._screen(user_id, fresh)
         if not infer:
             self._insert(fresh)
             if self.config.capacity is not None:
                 with self._consolidating(user_id):
                     self._distiller.enforce_capacity(user_id)
-            return result
+            return unscope(result)
         job = Job(
             id=uuid.uuid4().hex,
             user_id=user_id,
@@ -333,9 +335,9 @@ class Memory:
             self._insert(fresh, jobs=[job])
             result.job_id = job.id
             result.queue, result.queue_notice = self._hand_off(job)
-            return result
+            return unscope(result)
         self._extract_now(job, fresh, result)
-        return result
+        return unscope(result)
 
     def _screen(self, user_id: str, items: Sequence[MemoryItem]) -> Screened:
         """Scan new memories for injection and redact their PII (in place); record flags and sealed originals
@@ -441,31 +443,33 @@ class Memory:
         with self._consolidating(job.user_id):
             self._distiller.run(job.user_id, ids, job=job, owner=owner)
 
-    def job(self, job_id: str, *, user_id: str) -> Job:
+    def job(self, job_id: str, *, user_id: str, tenant: str | None = None) -> Job:
         """A background job of this user: its state, attempts and last error."""
-        user_id, job_id = self._scoped(user_id, job_id, "job_id")
-        return self._store.job(user_id, job_id)
+        user_id, job_id = self._scoped(user_id, job_id, "job_id", tenant)
+        return unscope(self._store.job(user_id, job_id))
 
-    def jobs(self, *, user_id: str, state: JobState | str | None = None, limit: int = 100) -> builtins.list[Job]:
+    def jobs(
+        self, *, user_id: str, state: JobState | str | None = None, limit: int = 100, tenant: str | None = None
+    ) -> builtins.list[Job]:
         """The background jobs of this user, oldest first, optionally in one state."""
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         limit = check_int(limit, what="limit", low=0, high=self.limits.list_limit)
         try:
             wanted = None if state is None else JobState(state)
         except (ValueError, TypeError):
             raise ValidationError(f"unknown job state {state!r}; one of {[s.value for s in JobState]}") from None
-        return self._store.jobs(user_id, wanted, limit)
+        return unscope_all(self._store.jobs(user_id, wanted, limit))
 
-    def wait(self, job_id: str, *, user_id: str, timeout: float | None = None) -> Job:
+    def wait(self, job_id: str, *, user_id: str, timeout: float | None = None, tenant: str | None = None) -> Job:
         """Block until a job is done or failed and return it; ``JobTimeoutError`` after ``timeout`` seconds."""
-        self._scoped(user_id, job_id, "job_id")
+        self._scoped(user_id, job_id, "job_id", tenant)
         if timeout is not None:
             timeout = check_float(timeout, what="timeout", low=0.0, high=1e9)
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             if not self._worker.background:
                 self._worker.run_pending()
-            found = self.job(job_id, user_id=user_id)
+            found = self.job(job_id, user_id=user_id, tenant=tenant)
             if found.state in (JobState.DONE, JobState.FAILED):
                 return found
             self._check_embedder()  # a job this process may not run would never finish here
@@ -482,30 +486,32 @@ class Memory:
             self._check_embedder()
             raise JobTimeoutError(f"background jobs still pending after {timeout} s")
 
-    def retry_jobs(self, *, user_id: str | None = None) -> int:
+    def retry_jobs(self, *, user_id: str | None = None, tenant: str | None = None) -> int:
         """Queue failed jobs (of one user, or all) again; returns how many."""
         if user_id is not None:
-            user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+            user_id = self._user(user_id, tenant)
         n = self._store.requeue_jobs((JobState.FAILED,), user_id)
         if n:
             self._worker.notify()
         return n
 
     # -- forgetting --------------------------------------------------------------------------------
-    def archive(self, *, user_id: str, limit: int = 100, offset: int = 0) -> builtins.list[ArchivedMemory]:
+    def archive(
+        self, *, user_id: str, limit: int = 100, offset: int = 0, tenant: str | None = None
+    ) -> builtins.list[ArchivedMemory]:
         """Memories of this user evicted beyond capacity, most recently archived first."""
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         limit, offset = self._page(limit, offset)
-        return self._store.archived(user_id, limit, offset)
+        return unscope_all(self._store.archived(user_id, limit, offset))
 
-    def restore(self, memory_id: str, *, user_id: str) -> MemoryItem:
+    def restore(self, memory_id: str, *, user_id: str, tenant: str | None = None) -> MemoryItem:
         """Bring an archived memory back into every index (capacity is enforced again at the next add)."""
-        user_id, memory_id = self._scoped(user_id, memory_id)
-        return self._store.restore(user_id, memory_id, utcnow())
+        user_id, memory_id = self._scoped(user_id, memory_id, tenant=tenant)
+        return unscope(self._store.restore(user_id, memory_id, utcnow()))
 
-    def forget(self, *, user_id: str, hard: bool = False) -> builtins.list[str]:
+    def forget(self, *, user_id: str, hard: bool = False, tenant: str | None = None) -> builtins.list[str]:
         """Enforce ``config.capacity`` now: evict the lowest survival scores to the archive (destroy if ``hard``)."""
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         check_bool(hard, what="hard")
         with self._consolidating(user_id):
             return self._distiller.enforce_capacity(user_id, hard=hard)
@@ -546,9 +552,10 @@ class Memory:
         top_k: int = 10,
         filters: FiltersInput = None,
         preset_name: str | None = None,
+        tenant: str | None = None,
     ) -> list[Hit]:
         """The ``top_k`` memories of this user that best answer ``query``, each with its score breakdown."""
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         query = check_text(query, max_chars=self.limits.text_chars, what="query")
         check_int(top_k, what="top_k", low=1, high=self.limits.top_k)
         flt = check_filters(filters, self.limits)
@@ -566,13 +573,14 @@ class Memory:
             for h in hits:
                 h.memory.access_count += 1
                 h.memory.last_accessed = now
-        return hits
+        return unscope_all(hits)
 
     def ask(
         self,
         question: str,
         *,
         user_id: str,
+        tenant: str | None = None,
         top_k: int = 10,
         now: datetime | str | None = None,
         token_budget: int = 2000,
@@ -581,21 +589,30 @@ class Memory:
         order, time range) when the question is one, else semantic search; with an LLM configured, also a
         generated answer whose claims cite memory ids (checked). ``now`` anchors relative times ("on Monday").
         """
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        bare, key = user_id, self._user(user_id, tenant)
         question = check_text(question, max_chars=self.limits.text_chars, what="question")
         check_int(top_k, what="top_k", low=1, high=self.limits.top_k)
         check_int(token_budget, what="token_budget", low=1, high=1_000_000)
         at = utcnow() if now is None else check_time(now, what="now", limits=self.limits)
         asker = Asker(
             self._store,
-            lambda q, k: self._unflagged(self.search(q, user_id=user_id, top_k=k), user_id),
+            lambda q, k: self._unflagged(self.search(q, user_id=bare, tenant=tenant, top_k=k), bare, tenant),
             fence_item,
             self._extraction.chat,
         )
-        return asker.ask(question, user_id, top_k=top_k, now=at, token_budget=token_budget)
+        answer = asker.ask(question, key, top_k=top_k, now=at, token_budget=token_budget)
+        unscope_all(answer.hits)
+        return answer
 
     def context(
-        self, query: str, *, user_id: str, token_budget: int = 1000, top_k: int = 30, include_flagged: bool = False
+        self,
+        query: str,
+        *,
+        user_id: str,
+        tenant: str | None = None,
+        token_budget: int = 1000,
+        top_k: int = 30,
+        include_flagged: bool = False,
     ) -> Context:
         """The memories that answer ``query``, fenced as quoted data for an LLM prompt within ``token_budget``
         (estimated) tokens: current facts first, then supporting turns, each with its date and speaker. Memories
@@ -603,14 +620,14 @@ class Memory:
         """
         check_int(token_budget, what="token_budget", low=1, high=1_000_000)
         check_bool(include_flagged, what="include_flagged")
-        hits = self.search(query, user_id=user_id, top_k=top_k)
+        hits = self.search(query, user_id=user_id, tenant=tenant, top_k=top_k)
         if not include_flagged:
-            hits = self._unflagged(hits, user_id)
+            hits = self._unflagged(hits, user_id, tenant)
         return assemble(hits, token_budget=token_budget, fence=fence_item)
 
-    def _unflagged(self, hits: builtins.list[Hit], user_id: str) -> builtins.list[Hit]:
+    def _unflagged(self, hits: builtins.list[Hit], user_id: str, tenant: str | None) -> builtins.list[Hit]:
         """``hits`` without the memories flagged as likely prompt injections (kept out of anything sent to a model)."""
-        flagged = self.flags([h.memory.id for h in hits], user_id=user_id)
+        flagged = self.flags([h.memory.id for h in hits], user_id=user_id, tenant=tenant)
         return [h for h in hits if h.memory.id not in flagged] if flagged else hits
 
     def observe(
@@ -618,6 +635,7 @@ class Memory:
         observations: Observation | Mapping[str, Any] | Sequence[Observation | Mapping[str, Any]],
         *,
         user_id: str,
+        tenant: str | None = None,
         session_id: str | None = None,
         agent_id: str | None = None,
     ) -> AddResult:
@@ -625,7 +643,7 @@ class Memory:
         memories of role ``observation``, their tags as typed entities; all or none. Already stored ones are
         listed in ``duplicates``.
         """
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         session_id = optional_id(session_id, max_chars=self.limits.id_chars, what="session_id")
         agent_id = optional_id(agent_id, max_chars=self.limits.id_chars, what="agent_id")
         batch = check_observations(observations, self.limits)
@@ -634,12 +652,22 @@ class Memory:
         stored = self._store.find_hashes(user_id, [it.content_hash for it in prepared.items])
         fresh = [it for it in prepared.items if it.content_hash not in stored]
         self._insert(fresh, annotate=prepared.annotate)
-        return AddResult(
-            items=[stored.get(it.content_hash, it) for it in prepared.items],
-            duplicates=[stored[it.content_hash].id for it in prepared.items if it.content_hash in stored],
+        return unscope(
+            AddResult(
+                items=[stored.get(it.content_hash, it) for it in prepared.items],
+                duplicates=[stored[it.content_hash].id for it in prepared.items if it.content_hash in stored],
+            )
         )
 
-    def feedback(self, hit: Hit | str, *, useful: bool, query: str | None = None, user_id: str | None = None) -> None:
+    def feedback(
+        self,
+        hit: Hit | str,
+        *,
+        useful: bool,
+        query: str | None = None,
+        user_id: str | None = None,
+        tenant: str | None = None,
+    ) -> None:
         """Record whether a returned memory was useful for its query; ``memlane tune`` learns weights from this.
 
         Pass the ``Hit`` that search returned (it knows its query and user), or a memory id with ``query``
@@ -652,7 +680,7 @@ class Memory:
         else:
             memory_id = hit
         memory_id = check_id(memory_id, what="memory_id", max_chars=self.limits.id_chars)
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         if not query:
             raise ValidationError("feedback needs the query the memory was returned for")
         query = check_text(query, max_chars=self.limits.text_chars, what="query")
@@ -725,15 +753,21 @@ class Memory:
                 relevant.add(judged.memory_id)
         return [LabelledQuery(q, u, frozenset(r)) for (u, q), r in grouped.items() if r]
 
-    def get(self, memory_id: str, *, user_id: str) -> MemoryItem:
+    def get(self, memory_id: str, *, user_id: str, tenant: str | None = None) -> MemoryItem:
         """One memory; ``NotFoundError`` if this user has none with that id."""
-        user_id, memory_id = self._scoped(user_id, memory_id)
-        return self._store.get(user_id, memory_id)
+        user_id, memory_id = self._scoped(user_id, memory_id, tenant=tenant)
+        return unscope(self._store.get(user_id, memory_id))
 
-    def _scoped(self, user_id: object, memory_id: object, what: str = "memory_id") -> tuple[str, str]:
-        """A checked ``(user_id, id)`` pair."""
+    def _user(self, user_id: object, tenant: object) -> str:
+        """The store's scope key of a checked ``user_id`` within a checked ``tenant`` (see ``memlane.scope``)."""
+        return scope_key(check_tenant(tenant), require_scope(user_id, max_chars=self.limits.id_chars))
+
+    def _scoped(
+        self, user_id: object, memory_id: object, what: str = "memory_id", tenant: object = None
+    ) -> tuple[str, str]:
+        """A checked ``(scope key, id)`` pair."""
         return (
-            require_scope(user_id, max_chars=self.limits.id_chars),
+            self._user(user_id, tenant),
             check_id(memory_id, what=what, max_chars=self.limits.id_chars),
         )
 
@@ -744,52 +778,73 @@ class Memory:
         )
 
     def list(
-        self, *, user_id: str, filters: FiltersInput = None, limit: int = 100, offset: int = 0
+        self,
+        *,
+        user_id: str,
+        filters: FiltersInput = None,
+        limit: int = 100,
+        offset: int = 0,
+        tenant: str | None = None,
     ) -> builtins.list[MemoryItem]:
         """The memories of one user that match ``filters``, oldest first."""
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         limit, offset = self._page(limit, offset)
-        return self._store.list(user_id, check_filters(filters, self.limits), limit, offset)
+        return unscope_all(self._store.list(user_id, check_filters(filters, self.limits), limit, offset))
 
-    def history(self, memory_id: str, *, user_id: str) -> builtins.list[HistoryEntry]:
+    def history(self, memory_id: str, *, user_id: str, tenant: str | None = None) -> builtins.list[HistoryEntry]:
         """Every recorded change of a memory, oldest first (text is erased once it is deleted).
 
         ``NotFoundError`` if this user never had a memory with that id (a deleted one keeps its history).
         """
-        user_id, memory_id = self._scoped(user_id, memory_id)
+        user_id, memory_id = self._scoped(user_id, memory_id, tenant=tenant)
         entries = self._store.history(user_id, memory_id)
         if not entries:
             raise NotFoundError(f"no memory {memory_id!r} for this user")
         return entries
 
     # -- security: flags, fenced context, redacted originals (memlane.security) ----------------------
-    def flags(self, memory_ids: Sequence[str], *, user_id: str) -> dict[str, InjectionFlag]:
+    def flags(self, memory_ids: Sequence[str], *, user_id: str, tenant: str | None = None) -> dict[str, InjectionFlag]:
         """The injection flags of those of ``memory_ids`` that are flagged, or extracted from a flagged message."""
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         ids = [check_id(m, what="memory_ids", max_chars=self.limits.id_chars) for m in memory_ids]
         return flags_for(self._store, user_id, builtins.list(self._store.get_many(user_id, ids).values()))
 
-    def flagged(self, *, user_id: str | None = None, limit: int = 100, offset: int = 0) -> builtins.list[FlaggedMemory]:
+    def flagged(
+        self, *, user_id: str | None = None, tenant: str | None = None, limit: int = 100, offset: int = 0
+    ) -> builtins.list[FlaggedMemory]:
         """Memories flagged as likely prompt injections (of one user, or all), their text kept, with the reason and
         score; most recently flagged first. An administrator's view: these are left out of assembled context.
+        Without ``user_id`` it lists the whole store, so it is refused for a tenant other than the default.
         """
-        user_id = optional_id(user_id, max_chars=self.limits.id_chars, what="user_id")
+        if user_id is None:
+            if check_tenant(tenant) != DEFAULT_TENANT:
+                raise ValidationError("flagged() of a tenant other than the default needs a user_id")
+        else:
+            user_id = self._user(user_id, tenant)
         limit, offset = self._page(limit, offset)
         return self._store.flagged(user_id, limit, offset)
 
-    def fence(self, hits: Sequence[Hit], *, user_id: str, token_budget: int, include_flagged: bool = False) -> Fenced:
+    def fence(
+        self,
+        hits: Sequence[Hit],
+        *,
+        user_id: str,
+        token_budget: int,
+        include_flagged: bool = False,
+        tenant: str | None = None,
+    ) -> Fenced:
         """Hits assembled for a prompt as quoted data (see ``memlane.security.sanitise.fence``): flagged memories
         left out unless ``include_flagged``, within ``token_budget`` tokens.
         """
         check_bool(include_flagged, what="include_flagged")
-        flags = self.flags([h.memory.id for h in hits], user_id=user_id)
+        flags = self.flags([h.memory.id for h in hits], user_id=user_id, tenant=tenant)
         return fence_hits(hits, token_budget, flags=flags, include_flagged=include_flagged)
 
-    def reveal(self, memory_id: str, *, user_id: str) -> str:
+    def reveal(self, memory_id: str, *, user_id: str, tenant: str | None = None) -> str:
         """The original text of a memory whose PII was redacted (its stored text when nothing was). For
         administrators: needs the PII key file (``Config.pii_key``), which only they should be able to read.
         """
-        user_id, memory_id = self._scoped(user_id, memory_id)
+        user_id, memory_id = self._scoped(user_id, memory_id, tenant=tenant)
         item = self._store.get(user_id, memory_id)
         original = self._guard.reveal(self._store, user_id, memory_id)
         return item.text if original is None else original
@@ -803,9 +858,10 @@ class Memory:
         text: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         importance: float | None = None,
+        tenant: str | None = None,
     ) -> MemoryItem:
         """Change a memory's text (re-indexed), metadata (replaced) or importance; recorded in history."""
-        user_id, memory_id = self._scoped(user_id, memory_id)
+        user_id, memory_id = self._scoped(user_id, memory_id, tenant=tenant)
         if text is not None:
             text = check_text(text, max_chars=self.limits.text_chars)
         if metadata is not None:
@@ -863,59 +919,61 @@ class Memory:
                 self._store.clear_flags(user_id, [memory_id])
             if not any(o.memory_id == memory_id for o in screened.originals):
                 self._store.drop_originals(user_id, [memory_id])
-        return new
+        return unscope(new)
 
-    def delete(self, memory_id: str, *, user_id: str) -> builtins.list[str]:
+    def delete(self, memory_id: str, *, user_id: str, tenant: str | None = None) -> builtins.list[str]:
         """Remove a memory from every index; its history keeps the events but not the text.
 
         Typed memories extracted from it alone are removed too; those with other sources just lose this one.
         Returns the ids removed, ``memory_id`` first.
         """
-        user_id, memory_id = self._scoped(user_id, memory_id)
+        user_id, memory_id = self._scoped(user_id, memory_id, tenant=tenant)
         with self._lifecycle:
             return self._store.delete(user_id, memory_id, utcnow())
 
-    def delete_all(self, *, user_id: str) -> int:
+    def delete_all(self, *, user_id: str, tenant: str | None = None) -> int:
         """Remove every memory and all history of one user; returns how many memories went."""
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         return self._store.delete_user(user_id)
 
     # -- knowledge graph (memlane.graph) -----------------------------------------------------------
-    def graph(self, entity: str, *, user_id: str, limit: int = 10) -> Neighbourhood:
+    def graph(self, entity: str, *, user_id: str, tenant: str | None = None, limit: int = 10) -> Neighbourhood:
         """The neighbourhood of an entity (a name or alias such as "Mel" or "my sister"): its node, relations,
         the entities mentioned with it and its latest ``limit`` memories. ``NotFoundError`` when unknown.
         """
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         entity = check_text(entity, max_chars=self.limits.id_chars, what="entity")
         check_int(limit, what="limit", low=1, high=self.limits.top_k)
         return neighbourhood(self._store, user_id, entity, limit=limit)
 
     def relations(
-        self, *, user_id: str, entity: str | None = None, current_only: bool = False
+        self, *, user_id: str, tenant: str | None = None, entity: str | None = None, current_only: bool = False
     ) -> builtins.list[RelationEdge]:
         """The typed relations of this user's graph (those of one entity when given), each with its source memories
         and validity window; ``current_only`` leaves out relations a later one closed.
         """
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         check_bool(current_only, what="current_only")
         names = [] if entity is None else [resolve_entity(self._store, user_id, entity)]
         return self._store.relations(user_id, names, current_only=current_only)
 
-    def merge_entities(self, source: str, target: str, *, user_id: str) -> int:
+    def merge_entities(self, source: str, target: str, *, user_id: str, tenant: str | None = None) -> int:
         """Make ``source`` the same entity as ``target`` (its mentions, aliases and relations move; its name
         becomes an alias). Returns how many memories now name ``target`` instead.
         """
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         a = resolve_entity(self._store, user_id, check_text(source, max_chars=self.limits.id_chars, what="source"))
         b = resolve_entity(self._store, user_id, check_text(target, max_chars=self.limits.id_chars, what="target"))
         with self._lifecycle:
             return self._store.merge_entities(user_id, a, b)
 
-    def split_entity(self, entity: str, new_name: str, *, user_id: str, memory_ids: Sequence[str]) -> int:
+    def split_entity(
+        self, entity: str, new_name: str, *, user_id: str, memory_ids: Sequence[str], tenant: str | None = None
+    ) -> int:
         """Split the memories in ``memory_ids`` off ``entity`` into a new entity ``new_name`` of the same type (two
         people who shared a name); relations read only from those memories follow. Returns how many moved.
         """
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         name = resolve_entity(self._store, user_id, check_text(entity, max_chars=self.limits.id_chars, what="entity"))
         new = canonical(check_text(new_name, max_chars=self.limits.id_chars, what="new_name"))
         if isinstance(memory_ids, str) or not all(isinstance(i, str) for i in memory_ids):
@@ -923,15 +981,17 @@ class Memory:
         with self._lifecycle:
             return self._store.split_entity(user_id, name, new, list(memory_ids))
 
-    def routines(self, *, user_id: str, min_occurrences: int = 3) -> builtins.list[MemoryItem]:
+    def routines(
+        self, *, user_id: str, tenant: str | None = None, min_occurrences: int = 3
+    ) -> builtins.list[MemoryItem]:
         """Detect recurring actions in this user's turns and store each as a memory of kind ``routine`` (its
         sources the supporting turns, its confidence from how many days and how regular); a routine already
         stored is updated when its evidence changed. Returns the user's current routines.
         """
-        user_id = require_scope(user_id, max_chars=self.limits.id_chars)
+        user_id = self._user(user_id, tenant)
         check_int(min_occurrences, what="min_occurrences", low=2, high=1_000_000)
         with self._lifecycle:
-            return store_routines(
+            found = store_routines(
                 self._store,
                 user_id,
                 min_occurrences,
@@ -939,18 +999,24 @@ class Memory:
                 embed=self._embed,
                 index_text=index_text,
             )
+        return unscope_all(found)
 
     # -- export / import ---------------------------------------------------------------------------
-    def export(self, dest: str | Path | IO[str], *, user_id: str | None = None) -> int:
-        """Write memories (one user's, or all) as JSONL: a header line, then one memory per line.
+    def export(self, dest: str | Path | IO[str], *, user_id: str | None = None, tenant: str | None = None) -> int:
+        """Write memories (one user's, or all of the tenant's) as JSONL: a header line, then one memory per line.
 
         A path is written whole or not at all; every line is checked with the rules ``import_`` applies, so an
-        export never holds what its import would reject.
+        export never holds what its import would reject. User ids are written without their tenant.
         """
         user_id = optional_id(user_id, max_chars=self.limits.id_chars, what="user_id")
+        tenant = check_tenant(tenant)
         ident = self._store.embedder_identity()
         header: dict[str, object] = {"memlane_export": EXPORT_FORMAT, "embedder": ident[0] if ident else None}
-        return write_export(dest, header, self._store.iter_items(user_id), self.limits)
+        if user_id is not None:
+            items = self._store.iter_items(scope_key(tenant, user_id))
+        else:
+            items = (it for it in self._store.iter_items(None) if in_tenant(it.user_id, tenant))
+        return write_export(dest, header, (unscope(it) for it in items), self.limits)
 
     def import_(
         self,
@@ -959,6 +1025,7 @@ class Memory:
         user_id: str | None = None,
         keep_user_ids: bool = False,
         on_progress: Callable[[int], None] | None = None,
+        tenant: str | None = None,
     ) -> int:
         """Load a JSONL export into ``user_id``'s memory, all or nothing; returns how many memories were added.
 
@@ -969,16 +1036,17 @@ class Memory:
         trailing underscore as ``import`` is a keyword.
         """
         check_bool(keep_user_ids, what="keep_user_ids")
+        tenant = check_tenant(tenant)
         if keep_user_ids:
             if user_id is not None:
                 raise ValidationError("give user_id, or keep_user_ids=True to keep the file's user ids, not both")
             target = None
         else:
-            target = require_scope(user_id, max_chars=self.limits.id_chars)
+            target = self._user(user_id, tenant)
         on_progress = check_callback(on_progress, what="on_progress")
         lines = read_export(source, self.limits)
         for line in lines:
-            self._retarget(line.item, target or line.item.user_id)
+            self._retarget(line.item, target or scope_key(tenant, line.item.user_id))
         fresh = self._new_only(lines)
         items = [line.item for line in fresh]
         for owner in dict.fromkeys(it.user_id for it in items):
@@ -1040,9 +1108,13 @@ class Memory:
                 )
 
     # -- maintenance -------------------------------------------------------------------------------
-    def stats(self, *, user_id: str | None = None) -> Stats:
-        """Counts and size of the store (or of one user's memories)."""
+    def stats(self, *, user_id: str | None = None, tenant: str | None = None) -> Stats:
+        """Counts and size of the store (or of one user's memories; a tenant other than the default needs one)."""
         user_id = optional_id(user_id, max_chars=self.limits.id_chars, what="user_id")
+        if user_id is not None:
+            user_id = scope_key(check_tenant(tenant), user_id)
+        elif tenant is not None and check_tenant(tenant) != DEFAULT_TENANT:
+            raise ValidationError("stats within a tenant need a user_id (without one they cover the whole store)")
         ident = self._store.embedder_identity()
         return Stats(
             memories=self._store.count(user_id),

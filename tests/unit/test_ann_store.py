@@ -94,6 +94,25 @@ def test_a_write_by_another_connection_is_seen(tmp_path: Path) -> None:
         assert a.get(top[0][0], user_id="u").text == "falcon harbour falcon harbour"
 
 
+def test_an_unchanged_database_is_not_asked_again(tmp_path: Path) -> None:
+    """Between writes, a vector lookup checks one pragma, not the identity and change log; a write is caught up."""
+    db = tmp_path / "m.db"
+    with open_memory(db, tmp_path) as memory:
+        memory.add(texts(10), user_id="u")
+        q = HashEmbedder().embed_query("falcon harbour")
+        memory._store.vector_search("u", q, 5, Filters())  # opens the index (and saves it: a write)
+        memory._store.vector_search("u", q, 5, Filters())  # catches up with that write
+        asked: list[str] = []
+        memory._store._db.conn.set_trace_callback(asked.append)
+        memory._store.vector_search("u", q, 5, Filters())
+        memory._store.vector_scores("u", q, ["no such id"])
+        assert not [s for s in asked if "vector_log" in s or "FROM meta" in s]
+        memory.add("falcon harbour falcon harbour", user_id="u")  # the write moves the generation
+        assert any("vector_log" in s for s in asked)  # and the index catches up with the change log
+        top = memory._store.vector_search("u", q, 1, Filters())
+        assert memory.get(top[0][0], user_id="u").text == "falcon harbour falcon harbour"
+
+
 def _writer(db: Path, tmp: Path, ready: multiprocessing.synchronize.Event) -> None:
     memory = open_memory(db, tmp)
     memory.add(texts(40), user_id="u")

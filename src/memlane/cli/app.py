@@ -19,6 +19,7 @@ from memlane.cli.graph import graph
 from memlane.cli.mcp import mcp_command
 from memlane.cli.migrate import migrate_command
 from memlane.cli.output import OneLineErrors, dump, err, fail, out, show
+from memlane.cli.server import keys_app, serve
 from memlane.cli.worker import worker_command
 from memlane.config import PRESETS, Config
 from memlane.engine import Memory
@@ -35,6 +36,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(bench_app, name="bench")
+app.add_typer(keys_app, name="keys")
+app.command()(serve)
 app.command(name="mcp")(mcp_command)
 app.command(name="worker")(worker_command)
 app.command(name="graph")(graph)

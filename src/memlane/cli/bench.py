@@ -547,3 +547,45 @@ def bench_dialogue(
     if quick:
         evalset = evalset.first_scopes(1, max_queries=25)
     _run_labelled("dialogue", evalset, config_names, split, embedder, json_out)
+
+
+@bench_app.command("load")
+def bench_load(
+    url: Annotated[
+        str | None, typer.Option("--url", help="A running server (default: start one on a fresh temp data dir).")
+    ] = None,
+    key: Annotated[str | None, typer.Option("--key", envvar="MEMLANE_API_KEY", help="API key for --url.")] = None,
+    clients: Annotated[int, typer.Option("--clients", help="Concurrent clients.")] = 50,
+    seconds: Annotated[float, typer.Option("--seconds", help="How long to run.")] = 60.0,
+    add_share: Annotated[
+        float, typer.Option("--add-share", help="Share of requests that add (the rest search).")
+    ] = 0.3,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """REST load on loopback: concurrent clients, mixed add/search; throughput, p50/p95/p99, errors (JSON)."""
+    import json
+
+    from memlane.bench.load import run_load, spawned_server
+
+    try:
+        if url is None:
+            with spawned_server(embedder) as (spawned, admin_key):
+                result = run_load(spawned, admin_key, clients=clients, seconds=seconds, add_share=add_share)
+        else:
+            if not key:
+                _fail("--url needs --key (or MEMLANE_API_KEY)")
+            result = run_load(url, key, clients=clients, seconds=seconds, add_share=add_share)
+    except MemlaneError as exc:
+        _fail(str(exc))
+    report = {
+        "command": _command("load"),
+        "clients": result.clients,
+        "seconds": round(result.seconds, 1),
+        "requests": result.requests,
+        "throughput_rps": round(result.throughput, 1),
+        "errors": result.errors,
+        "server_errors": result.server_errors,
+        "by_op": {op: {k: round(v, 1) for k, v in d.items()} for op, d in result.by_op.items()},
+        "load_average": [round(x, 2) for x in result.load_average],
+    }
+    out.print(json.dumps(report, indent=2), highlight=False)

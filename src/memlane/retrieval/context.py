@@ -1,8 +1,28 @@
-"""The context dimension: a memory scores by how well the turns around it in its session answer the query."""
+"""The context dimension: a memory scores by how well the turns around it in its session answer the query.
+
+The context score is computed over arrays (one row per memory) instead of a walk over each memory's neighbours:
+a search's pool holds hundreds of memories, and this runs on every search.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+
+def _arrays(
+    base: Mapping[str, float], where: Mapping[str, tuple[str | None, int]]
+) -> tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """The memories of ``where`` with their session codes, positions and base scores (0 when absent)."""
+    mids = list(where)
+    n = len(mids)
+    codes: dict[str | None, int] = {}
+    session = np.fromiter((codes.setdefault(s, len(codes)) for s, _ in where.values()), dtype=np.int64, count=n)
+    position = np.fromiter((p for _, p in where.values()), dtype=np.int64, count=n)
+    score = np.fromiter(map(base.get, mids, [0.0] * n), dtype=np.float64, count=n)
+    return mids, session, position, score
 
 
 def context_scores(
@@ -17,18 +37,24 @@ def context_scores(
     """
     if width <= 0:
         return {}
-    at = {pos: mid for mid, pos in where.items()}
-    out: dict[str, float] = {}
-    for mid, (session, position) in where.items():
-        best = 0.0
-        for d in range(1, width + 1):
-            factor = d**-decay
-            for p in (position - d, position + d):
-                other = at.get((session, p))
-                if other is not None:
-                    best = max(best, base.get(other, 0.0) * factor)
-        out[mid] = best
-    return out
+    if not where:
+        return {}
+    mids, session, position, score = _arrays(base, where)
+    # One integer key per (session, position), spaced so that no offset within ``width`` reaches another session.
+    low = int(position.min())
+    stride = int(position.max()) - low + 2 * width + 1
+    key = session * stride + (position - low)
+    # Several memories at one place: the last one listed holds it (as a dict keyed by place would).
+    last = len(key) - 1 - np.unique(key[::-1], return_index=True)[1]
+    held_key, held_score = key[last], score[last]  # sorted by key (np.unique sorts)
+    best = np.zeros(len(mids), dtype=np.float64)
+    for d in range(1, width + 1):
+        factor = d**-decay
+        for target in (key - d, key + d):
+            at = np.minimum(np.searchsorted(held_key, target), len(held_key) - 1)
+            found = held_key[at] == target
+            best = np.maximum(best, np.where(found, held_score[at] * factor, 0.0))
+    return dict(zip(mids, best.tolist(), strict=True))
 
 
 def session_scores(

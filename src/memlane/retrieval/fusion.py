@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Generic, Literal, TypeVar
+
+import numpy as np
+import numpy.typing as npt
 
 from memlane.models import ScoreBreakdown
 
@@ -101,60 +105,127 @@ def _ordered_keys(
     return ordered if limit is None else ordered[:limit]
 
 
+def _normalized(raw: npt.NDArray[np.float64], how: Normalizer) -> npt.NDArray[np.float64]:
+    """``normalize`` over an array (the same arithmetic, so the same values)."""
+    if not raw.size or how == "identity":
+        return raw
+    hi = float(raw.max())
+    if how == "max":
+        return np.maximum(raw, 0.0) / hi if hi > 1e-12 else np.zeros_like(raw)
+    lo = float(raw.min())
+    if hi - lo <= 1e-12:
+        return np.full_like(raw, 1.0 if hi > 1e-12 else 0.0)
+    return (raw - lo) / (hi - lo)
+
+
+def _rank(raw: npt.NDArray[np.float64], rows: npt.NDArray[np.int64], names: Sequence[str], at: int) -> int:
+    """The 1-based rank ``ranks`` gives row ``at`` of one dimension (``rows``: its items' pool positions): higher
+    scores first, ties by the key's string form.
+    """
+    v = raw[at]
+    ahead = int(np.count_nonzero(raw > v))
+    tied = np.flatnonzero(raw == v)
+    if len(tied) > 1:
+        mine = names[int(rows[at])]
+        ahead += sum(1 for j in rows[tied].tolist() if names[j] < mine)
+    return 1 + ahead
+
+
+def _best(
+    totals: npt.NDArray[np.float64], tie: npt.NDArray[np.float64], names: Sequence[str], limit: int | None
+) -> list[int]:
+    """Positions of the best ``limit`` items by (total, tie-breaker, key's string form), as ``_ordered_keys`` orders.
+
+    The arrays order everything by the numbers; only the items tied with the last one kept are compared by name.
+    """
+    order = np.lexsort((-tie, -totals))
+    n = len(order)
+    if limit is not None and limit < n:
+        if limit <= 0:
+            return []
+        last = order[limit - 1]
+        same = (totals[order] == totals[last]) & (tie[order] == tie[last])
+        cut = limit + int(np.argmin(same[limit:])) if not same[limit:].all() else n
+        order = order[:cut]
+    total, tie_list = totals.tolist(), tie.tolist()
+    ordered = sorted(order.tolist(), key=lambda i: (-total[i], -tie_list[i], names[i]))
+    return ordered if limit is None else ordered[:limit]
+
+
 def weighted_sum(signals: Signals[K], spec: FusionSpec, limit: int | None = None) -> list[Fused[K]]:
     """Sum of weight x normalised score over dimensions; an item absent from a dimension scores 0 there.
 
     Dimensions of weight 0 are switched off: they neither nominate items nor appear in breakdowns. With ``limit``,
-    only the best ``limit`` items are returned (and only they get a breakdown built).
+    only the best ``limit`` items are returned (and only they get a breakdown built). The sums run over arrays of
+    the whole pool; only the returned items are walked one by one.
     """
     engaged = {dim: w for dim, w in spec.weights.items() if w > 0}
-    normed = {dim: normalize(signals.get(dim, {}), spec.normalizers.get(dim, "minmax")) for dim in engaged}
-    totals: dict[K, float] = {}
-    strong: dict[K, int] = {}
+    keys: list[K] = list(dict.fromkeys(chain.from_iterable(signals.get(dim, {}) for dim in engaged)))
+    if not keys:
+        return []
+    n = len(keys)
+    index = {k: i for i, k in enumerate(keys)}
+    totals = np.zeros(n, dtype=np.float64)
+    strong = np.zeros(n, dtype=np.int64)
+    columns: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.float64]]] = {}
     for dim, weight in engaged.items():
-        for key, norm in normed[dim].items():
-            totals[key] = totals.get(key, 0.0) + weight * norm
-            if spec.multi_bonus and norm >= spec.multi_threshold:
-                strong[key] = strong.get(key, 0) + 1
-    for key, count in strong.items():
-        if count > 1:
-            totals[key] += spec.multi_bonus * (count - 1)
-    cuts: dict[str, dict[K, float]] = {}
+        sig = signals.get(dim, {})
+        idx = np.fromiter(map(index.__getitem__, sig), dtype=np.int64, count=len(sig))
+        raw = np.fromiter(sig.values(), dtype=np.float64, count=len(sig))
+        norm = _normalized(raw, spec.normalizers.get(dim, "minmax"))
+        totals[idx] += weight * norm
+        if spec.multi_bonus:
+            strong[idx] += norm >= spec.multi_threshold
+        columns[dim] = (idx, raw, norm)
+    bonus = np.where(strong > 1, spec.multi_bonus * (strong - 1), 0.0)
+    totals = np.where(strong > 1, totals + bonus, totals)
+    cuts: dict[str, dict[int, float]] = {}
     for dim, p in spec.penalties.items():
         for key, value in signals.get(dim, {}).items():
-            if p > 0 and value > 0 and key in totals:
-                cut = totals[key] * p * min(value, 1.0)
-                totals[key] -= cut
-                cuts.setdefault(dim, {})[key] = cut
-    chosen = _ordered_keys(totals, signals, spec.tie_breaker, limit)
-    rank_of = {dim: ranks(signals.get(dim, {})) for dim in engaged} if chosen else {}
+            i = index.get(key)
+            if p > 0 and value > 0 and i is not None:
+                cut = float(totals[i]) * p * min(value, 1.0)
+                totals[i] -= cut
+                cuts.setdefault(dim, {})[i] = cut
+    tie = signals.get(spec.tie_breaker, {}) if spec.tie_breaker else {}
+    tie_of = np.fromiter(map(tie.get, keys, [0.0] * n), dtype=np.float64, count=n)
+    names = [str(k) for k in keys]
+    chosen = _best(totals, tie_of, names, limit)
+    where: dict[str, npt.NDArray[np.int64]] = {}  # each dimension's row of every pool item (-1: absent)
+    for dim, (idx, _, _) in columns.items():
+        where[dim] = np.full(n, -1, dtype=np.int64)
+        where[dim][idx] = np.arange(len(idx))
     silent = {  # every raw score 0, so every normalised one too: the dimension found nothing
-        dim for dim in engaged if signals.get(dim) and not any(signals[dim].values()) and not any(normed[dim].values())
+        dim for dim, (_, raw, norm) in columns.items() if raw.size and not raw.any() and not norm.any()
     }
     out: list[Fused[K]] = []
-    for key in chosen:
+    for i in chosen:
         parts: dict[str, ScoreBreakdown] = {}
         for dim, weight in engaged.items():
-            raw = signals.get(dim, {}).get(key)
-            if raw is None:
-                continue
-            if dim in silent:
-                continue  # nothing scored above 0 in this dimension (no query term matched): nothing to explain
-            norm = normed[dim][key]
+            row = int(where[dim][i])
+            if row < 0 or dim in silent:
+                continue  # absent, or nothing scored above 0 in this dimension: nothing to explain
+            idx, raw, norm = columns[dim]
+            value = float(norm[row])
             parts[dim] = ScoreBreakdown(
-                raw=raw, normalized=norm, weight=weight, contribution=weight * norm, rank=rank_of[dim][key]
+                raw=float(raw[row]),
+                normalized=value,
+                weight=weight,
+                contribution=weight * value,
+                rank=_rank(raw, idx, names, row),
             )
-        count = strong.get(key, 0)
+        count = int(strong[i])
         if count > 1:
-            bonus = spec.multi_bonus * (count - 1)
-            parts[MULTI] = ScoreBreakdown(raw=count, normalized=count - 1, weight=spec.multi_bonus, contribution=bonus)
+            parts[MULTI] = ScoreBreakdown(
+                raw=count, normalized=count - 1, weight=spec.multi_bonus, contribution=spec.multi_bonus * (count - 1)
+            )
         for dim, cut_of in cuts.items():
-            if key in cut_of:
-                raw = signals[dim][key]
+            if i in cut_of:
+                raw_cut = signals[dim][keys[i]]
                 parts[dim] = ScoreBreakdown(
-                    raw=raw, normalized=min(raw, 1.0), weight=spec.penalties[dim], contribution=-cut_of[key]
+                    raw=raw_cut, normalized=min(raw_cut, 1.0), weight=spec.penalties[dim], contribution=-cut_of[i]
                 )
-        out.append(Fused(key, totals[key], parts))
+        out.append(Fused(keys[i], float(totals[i]), parts))
     return out
 
 

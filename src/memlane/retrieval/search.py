@@ -352,10 +352,10 @@ class Retriever:
         facts: dict[str, CandidateFacts] = {}
         if dims & {"context", "session"} and pool:
             # The turns around the strongest candidates join the pool: a turn can be found by the turn that
-            # answers it. Positions of the rest are fetched too, so that their own neighbours can be matched.
+            # answers it (those within the context width, where the strong one lends it context).
             base = self._base(signals, plan.fusion)
             strongest = sorted(base, key=lambda k: -base[k])[: preset.expand]
-            around = self._store.neighbours(user_id, strongest, 2 * preset.context_width)
+            around = self._store.neighbours(user_id, strongest, preset.context_width)
             extra = [k for k in around if k not in returnable]
             returnable |= self._store.matching(user_id, extra, filters)
             pool = list(dict.fromkeys([*pool, *around]))

@@ -90,6 +90,11 @@ class AnnIndexes:
         self._db = db
         self._lock = threading.RLock()
         self._open: dict[str, VectorIndex] = {}
+        # The database generation (``Database.generation``) at which the identity was read and each open index
+        # last caught up: while it has not moved, neither can have changed, and a search asks SQLite nothing more.
+        self._ident: tuple[str, int] | None = None
+        self._ident_at: tuple[int, int] | None = None
+        self._synced: dict[str, tuple[int, int]] = {}
         self._root = None if db.path == ":memory:" else Path(db.path + ".ann")
 
     def _identity(self) -> tuple[str, int] | None:
@@ -113,23 +118,30 @@ class AnnIndexes:
     def get(self, user_id: str) -> VectorIndex | None:
         """The user's index, current with the log (opened, replayed or built on first use); ``None`` before vectors."""
         with self._lock:
-            ident = self._identity()
-            if ident is None:
+            at = self._db.generation()  # before any read: a change after it moves it again
+            if at != self._ident_at:
+                self._ident, self._ident_at = self._identity(), at
+            if self._ident is None:
                 return None
-            identity, dim = ident
-            feed = SQLiteFeed(self._db, user_id)
+            identity, dim = self._ident
             held = self._open.get(user_id)
             if held is not None and held.identity == identity and held.dim == dim:
+                if self._synced.get(user_id) == at:
+                    return held
+                feed = SQLiteFeed(self._db, user_id)
                 changes = feed.changes_since(held.applied_seq)
                 if changes is not None:
                     held.apply(changes)
+                    self._synced[user_id] = at
                     self._maybe_save(feed, held)
                     return held
+            feed = SQLiteFeed(self._db, user_id)
             index, report = open_index(feed, dim, identity, folder=self._folder(user_id), save=False)
             if report.action != "loaded":
                 log.info("vector index of one user in %s %s: %s", self._db.path, report.action, report.reason)
                 self._save(feed, index)
             self._open[user_id] = index
+            self._synced[user_id] = at
             return index
 
     def _maybe_save(self, feed: SQLiteFeed, index: VectorIndex) -> None:
@@ -164,6 +176,7 @@ class AnnIndexes:
         """After a user's data was deleted: close their index and remove its folder, vectors and all."""
         with self._lock:
             self._open.pop(user_id, None)
+            self._synced.pop(user_id, None)
             folder = self._folder(user_id)
             if folder is not None:
                 remove_folder(folder)
@@ -206,10 +219,13 @@ class AnnIndexes:
     def drop(self, user_id: str | None = None) -> None:
         """Forget open indexes (all, or one user's); they reopen from their files and the log."""
         with self._lock:
+            self._ident_at = None
             if user_id is None:
                 self._open.clear()
+                self._synced.clear()
             else:
                 self._open.pop(user_id, None)
+                self._synced.pop(user_id, None)
 
     def close(self) -> None:
         """Save every index with changes its file lacks."""
@@ -218,6 +234,7 @@ class AnnIndexes:
                 if index.folder is not None and index.unsaved_changes > 0:
                     self._save(SQLiteFeed(self._db, user_id), index)
             self._open.clear()
+            self._synced.clear()
 
     def keys_of(self, user_id: str, memory_ids: Sequence[str]) -> dict[int, str]:
         """Row keys of the user's memory ids."""

@@ -192,6 +192,15 @@ class Database:
             out.extend(self.read(sql.replace("{marks}", marks(len(chunk))), (*before, *chunk, *after)))
         return out
 
+    def generation(self) -> tuple[int, int]:
+        """A value that changes whenever the database may have changed: another connection's commit moves
+        ``PRAGMA data_version``, this connection's writes move its ``total_changes`` (rolled-back ones too).
+
+        One cheap pragma: caches of derived state (the vector indexes) compare it instead of re-reading what they hold.
+        """
+        with self.reading() as c:
+            return int(c.execute("PRAGMA data_version").fetchone()[0]), c.total_changes
+
     # -- scope versions: every write of a user bumps it, so caches of that user's data see the change -------
     def version(self, user_id: str) -> int:
         rows = self.read("SELECT version FROM scope_versions WHERE user_id = ?", (user_id,))

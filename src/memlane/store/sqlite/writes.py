@@ -32,13 +32,19 @@ _INSERT: Final = f"INSERT INTO memories ({COLUMNS}, embed_hash) VALUES ({', '.jo
 _SETS: Final = ", ".join(f"{col} = ?" for col in MUTABLE)
 
 
-def insert_row(c: sqlite3.Connection, item: MemoryItem, body: str, vec: Vectors) -> int:
-    """Insert a memory with its entity rows, vector and text entry; returns its row key."""
+def insert_row(c: sqlite3.Connection, item: MemoryItem, body: str, vec: Vectors, *, text_entry: bool = True) -> int:
+    """Insert a memory with its entity rows, vector and (unless ``text_entry`` is false) text entry; its row key.
+
+    A caller inserting many rows writes their text entries last, one after another (``index_entry``): FTS5 flushes
+    its pending terms to new index segments at every statement savepoint of the transaction (a write with a
+    trigger or a constraint opens one), so entries interleaved with other writes cost a segment each.
+    """
     cur = c.execute(_INSERT, item_params(item, embed_hash(body)))
     pk = int(cur.lastrowid or 0)
     write_entities(c, pk, item)
     c.execute("INSERT INTO vectors (pk, user_id, vec) VALUES (?, ?, ?)", (pk, item.user_id, vec.tobytes()))
-    index_entry(c, pk, item, body)
+    if text_entry:
+        index_entry(c, pk, item, body)
     return pk
 
 
@@ -155,11 +161,13 @@ class SQLiteWrites:
             for item, body, vec in zip(items, index_texts, vecs, strict=True):
                 if item.position is None and item.kind == MemoryKind.MESSAGE:
                     item.position = _next_position(c, next_position, item.user_id, item.session_id)
-                pks.append(insert_row(c, item, body, vec))
+                pks.append(insert_row(c, item, body, vec, text_entry=False))
                 extra = dict((changes or {}).get(item.id, {}))
                 log_event(c, item.user_id, item.id, event, item.created_at, None, item.text, extra)
                 if item.superseded_by:  # an older claim learnt late: born superseded, so are its messages
                     mark_contradicted(c, item)
+            for pk, item, body in zip(pks, items, index_texts, strict=True):  # together: one FTS5 flush
+                index_entry(c, pk, item, body)
             for item, entry in updates:
                 update_fields(c, row_key(c, item.user_id, item.id), item)
                 log_event(

@@ -1,0 +1,386 @@
+"""The REST API: FastAPI routes over the same ``Memory`` calls as the library and the CLI, each bound to the
+tenant of the caller's key, run on a worker thread, and written to the audit log.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Query, Request, Response
+from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from memlane import __version__
+from memlane.config import Config
+from memlane.engine import Memory
+from memlane.errors import MemlaneError, ValidationError
+from memlane.models import AddResult, HistoryEntry, Hit, Job, MemoryItem, Stats
+from memlane.server.keys import AdminDB, Scope
+from memlane.server.limits import BodyLimit, InFlightLimit
+from memlane.server.metrics import MetricsMiddleware
+from memlane.server.schemas import (
+    AddRequest,
+    AuditLine,
+    Deleted,
+    FeedbackRequest,
+    Health,
+    Imported,
+    Problem,
+    Ready,
+    SearchRequest,
+    SearchResponse,
+    UpdateRequest,
+)
+from memlane.server.service import INSECURE_WARNING, Principal, ServerSettings, Service, public_detail, status_of
+
+log = logging.getLogger(__name__)
+
+_bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer ml_<prefix>_<secret>`")
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": Problem, "description": text}
+    for code, text in (
+        (400, "invalid input (the detail names the field and the limit)"),
+        (401, "no key, an unknown key or a revoked key"),
+        (403, "the key lacks the scope this route needs"),
+        (404, "no such memory or job for this user in this tenant"),
+        (409, "the store was indexed with another embedder"),
+        (413, "request body over the size limit"),
+        (429, "rate limit of this key exceeded; see Retry-After"),
+        (503, "server busy or store unavailable; see Retry-After"),
+        (504, "a job did not finish in time"),
+    )
+}
+NDJSON = "application/x-ndjson"
+UserQ = Annotated[str, Query(description="the user within the key's tenant")]
+
+
+class NDJSONResponse(PlainTextResponse):
+    """JSON Lines (an export)."""
+
+    media_type = NDJSON
+
+
+def _need(scope: Scope) -> Callable[..., Principal]:
+    """A dependency: the caller, holding ``scope`` (401/403/429 otherwise)."""
+
+    def dependency(
+        request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+    ) -> Principal:
+        svc: Service = request.app.state.service
+        return svc.authenticate(request, creds, scope)
+
+    return dependency
+
+
+Reader = Annotated[Principal, Depends(_need(Scope.READ))]
+Writer = Annotated[Principal, Depends(_need(Scope.WRITE))]
+Admin = Annotated[Principal, Depends(_need(Scope.ADMIN))]
+
+
+def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin: AdminDB | None = None) -> FastAPI:
+    """The ASGI app. Given a ``memory`` (or ``admin`` database) it uses it and leaves closing it to the caller;
+    otherwise it opens the store named in ``settings`` at startup and closes it at shutdown.
+    """
+    svc = Service(settings, admin or AdminDB(settings.admin_db), memory)
+    owned = memory is None
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if settings.insecure_dev:
+            log.warning("!!! %s — never expose this server beyond your own machine !!!", INSECURE_WARNING)
+        if owned:
+            config = Config.from_env().with_(data_dir=settings.data_dir)
+            svc.memory = Memory(settings.store, embedder=settings.embedder, config=config)
+        try:
+            yield
+        finally:
+            if owned and svc.memory is not None:
+                svc.memory.close()
+                svc.memory = None
+            if admin is None:
+                svc.admin.close()
+
+    app = FastAPI(
+        title="memlane",
+        version=__version__,
+        summary="Long-term memory for conversational AI: tenants, keys, explained hybrid search.",
+        lifespan=lifespan,
+        responses=_ERRORS,
+    )
+    app.state.service = svc
+    exempt = frozenset({"/health", "/ready", "/metrics"})
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(InFlightLimit, max_inflight=settings.max_inflight, exempt=exempt)
+    app.add_middleware(MetricsMiddleware, metrics=svc.metrics)
+
+    @app.exception_handler(MemlaneError)
+    async def memlane_error(_: Request, exc: MemlaneError) -> JSONResponse:
+        status = status_of(exc)
+        headers = {"Retry-After": "1"} if status == 503 else None
+        return JSONResponse({"detail": public_detail(exc)}, status_code=status, headers=headers)
+
+    # -- memories ----------------------------------------------------------------------------------
+    @app.post(
+        "/v1/memories",
+        response_model=AddResult,
+        tags=["memories"],
+        responses={202: {"model": AddResult, "description": "stored; extraction queued as job_id"}},
+    )
+    async def add(body: AddRequest, response: Response, who: Writer) -> AddResult:
+        """Store messages (all or none) and extract typed memories, or queue that (202) with `async`."""
+        msgs = body.messages if isinstance(body.messages, list) else [body.messages]
+        result = await svc.call(
+            who,
+            "add",
+            lambda m: m.add(
+                msgs,
+                user_id=body.user_id,
+                session_id=body.session_id,
+                agent_id=body.agent_id,
+                timestamp=body.timestamp,
+                metadata=body.metadata,
+                infer=body.infer,
+                async_mode=body.async_,
+                tenant=who.tenant,
+            ),
+            user_id=body.user_id,
+            describe=lambda r: f"{len(r.items)} messages, {len(r.duplicates)} duplicates",
+        )
+        if body.async_ and result.job_id is not None:
+            response.status_code = 202
+        return result
+
+    @app.post("/v1/search", response_model=SearchResponse, tags=["memories"])
+    async def search(body: SearchRequest, who: Reader) -> SearchResponse:
+        """The memories that best answer a query; `explain` keeps each hit's per-dimension breakdown."""
+
+        def run(m: Memory) -> list[Hit]:
+            return m.search(
+                body.query,
+                user_id=body.user_id,
+                top_k=body.top_k,
+                filters=body.filters,
+                preset_name=body.preset,
+                tenant=who.tenant,
+            )
+
+        hits = await svc.call(who, "search", run, user_id=body.user_id, describe=lambda h: f"{len(h)} hits")
+        if not body.explain:
+            hits = [h.model_copy(update={"breakdown": {}, "triggers": {}}) for h in hits]
+        return SearchResponse(hits=hits)
+
+    @app.get("/v1/memories/{memory_id}", response_model=MemoryItem, tags=["memories"])
+    async def get(memory_id: str, user_id: UserQ, who: Reader) -> MemoryItem:
+        """One memory of this user."""
+        return await svc.call(
+            who,
+            "get",
+            lambda m: m.get(memory_id, user_id=user_id, tenant=who.tenant),
+            user_id=user_id,
+            target=memory_id,
+        )
+
+    @app.get("/v1/memories", response_model=list[MemoryItem], tags=["memories"])
+    async def list_(
+        user_id: UserQ,
+        who: Reader,
+        limit: Annotated[int, Query(ge=0, le=1000)] = 100,
+        offset: Annotated[int, Query(ge=0, le=10**12)] = 0,
+        session_id: str | None = None,
+    ) -> list[MemoryItem]:
+        """A user's memories, oldest first."""
+        filters = {"session_id": session_id} if session_id is not None else None
+        return await svc.call(
+            who,
+            "list",
+            lambda m: m.list(user_id=user_id, filters=filters, limit=limit, offset=offset, tenant=who.tenant),
+            user_id=user_id,
+            describe=lambda r: f"{len(r)} memories",
+        )
+
+    @app.patch("/v1/memories/{memory_id}", response_model=MemoryItem, tags=["memories"])
+    async def update(memory_id: str, body: UpdateRequest, who: Writer) -> MemoryItem:
+        """Change a memory's text (re-indexed), metadata or importance; recorded in its history."""
+        return await svc.call(
+            who,
+            "update",
+            lambda m: m.update(
+                memory_id,
+                user_id=body.user_id,
+                text=body.text,
+                metadata=body.metadata,
+                importance=body.importance,
+                tenant=who.tenant,
+            ),
+            user_id=body.user_id,
+            target=memory_id,
+        )
+
+    @app.delete("/v1/memories/{memory_id}", response_model=Deleted, tags=["memories"])
+    async def delete(memory_id: str, user_id: UserQ, who: Writer) -> Deleted:
+        """Remove a memory from every index (and typed memories extracted from it alone)."""
+        ids = await svc.call(
+            who,
+            "delete",
+            lambda m: m.delete(memory_id, user_id=user_id, tenant=who.tenant),
+            user_id=user_id,
+            target=memory_id,
+        )
+        return Deleted(deleted=ids, count=len(ids))
+
+    @app.delete("/v1/memories", response_model=Deleted, tags=["memories"])
+    async def delete_all(user_id: UserQ, who: Writer) -> Deleted:
+        """Remove every memory and all history of one user."""
+        n = await svc.call(
+            who, "delete_all", lambda m: m.delete_all(user_id=user_id, tenant=who.tenant), user_id=user_id
+        )
+        return Deleted(count=n)
+
+    @app.get("/v1/memories/{memory_id}/history", response_model=list[HistoryEntry], tags=["memories"])
+    async def history(memory_id: str, user_id: UserQ, who: Reader) -> list[HistoryEntry]:
+        """Every recorded change of a memory, oldest first."""
+        return await svc.call(
+            who,
+            "history",
+            lambda m: m.history(memory_id, user_id=user_id, tenant=who.tenant),
+            user_id=user_id,
+            target=memory_id,
+        )
+
+    @app.post("/v1/feedback", status_code=204, tags=["memories"])
+    async def feedback(body: FeedbackRequest, who: Writer) -> Response:
+        """Record whether a memory returned for a query was useful (`memlane tune` learns from it)."""
+
+        def run(m: Memory) -> None:
+            m.get(body.memory_id, user_id=body.user_id, tenant=who.tenant)  # 404 unless it is this user's
+            m.feedback(body.memory_id, useful=body.useful, query=body.query, user_id=body.user_id, tenant=who.tenant)
+
+        await svc.call(who, "feedback", run, user_id=body.user_id, target=body.memory_id)
+        return Response(status_code=204)
+
+    # -- transfer ----------------------------------------------------------------------------------
+    @app.get(
+        "/v1/export",
+        tags=["transfer"],
+        responses={200: {"content": {NDJSON: {"schema": {"type": "string"}}}, "description": "JSONL export"}},
+    )
+    async def export(who: Reader, user_id: str | None = None) -> NDJSONResponse:
+        """One user's memories as JSONL (without `user_id`: the whole tenant, admin keys only)."""
+        if user_id is None and not who.admin:
+            raise ValidationError("user_id is required (exporting a whole tenant needs an admin key)")
+        buf = io.StringIO()
+        n = await svc.call(
+            who,
+            "export",
+            lambda m: m.export(buf, user_id=user_id, tenant=who.tenant),
+            user_id=user_id,
+            describe=lambda k: f"{k} memories",
+        )
+        return NDJSONResponse(buf.getvalue(), headers={"X-Memlane-Count": str(n)})
+
+    @app.post(
+        "/v1/import",
+        response_model=Imported,
+        tags=["transfer"],
+        openapi_extra={"requestBody": {"required": True, "content": {NDJSON: {"schema": {"type": "string"}}}}},
+    )
+    async def import_(request: Request, who: Writer, user_id: str | None = None) -> Imported:
+        """Load a JSONL export into one user, all or nothing (without `user_id`: keep the file's users, admin only)."""
+        if user_id is None and not who.admin:
+            raise ValidationError("user_id is required (keeping the file's user ids needs an admin key)")
+        raw = await request.body()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(f"the body is not UTF-8 (byte {exc.start})") from None
+        n = await svc.call(
+            who,
+            "import",
+            lambda m: m.import_(io.StringIO(text), user_id=user_id, keep_user_ids=user_id is None, tenant=who.tenant),
+            user_id=user_id,
+            describe=lambda k: f"{k} memories",
+        )
+        return Imported(imported=n)
+
+    # -- jobs and stats ----------------------------------------------------------------------------
+    @app.get("/v1/jobs", response_model=list[Job], tags=["jobs"])
+    async def jobs(
+        user_id: UserQ, who: Reader, state: str | None = None, limit: Annotated[int, Query(ge=0, le=1000)] = 100
+    ) -> list[Job]:
+        """A user's background jobs, oldest first."""
+        return await svc.call(
+            who, "jobs", lambda m: m.jobs(user_id=user_id, state=state, limit=limit, tenant=who.tenant), user_id=user_id
+        )
+
+    @app.get("/v1/jobs/{job_id}", response_model=Job, tags=["jobs"])
+    async def job(job_id: str, user_id: UserQ, who: Reader) -> Job:
+        """One background job: state, attempts, last error."""
+        return await svc.call(
+            who, "job", lambda m: m.job(job_id, user_id=user_id, tenant=who.tenant), user_id=user_id, target=job_id
+        )
+
+    @app.get("/v1/stats", response_model=Stats, tags=["jobs"])
+    async def stats(user_id: UserQ, who: Reader) -> Stats:
+        """Counts of one user's memories (store path and size are shown to admin keys only)."""
+        found = await svc.call(who, "stats", lambda m: m.stats(user_id=user_id, tenant=who.tenant), user_id=user_id)
+        return found if who.admin else found.model_copy(update={"path": "", "size_bytes": 0})
+
+    # -- operations --------------------------------------------------------------------------------
+    @app.get("/health", response_model=Health, tags=["operations"])
+    async def health() -> Health:
+        """Liveness; says loudly when authentication is off."""
+        if settings.insecure_dev:
+            return Health(status="insecure-dev", version=__version__, auth=False, warning=INSECURE_WARNING)
+        return Health(status="ok", version=__version__, auth=True)
+
+    @app.get("/ready", response_model=Ready, tags=["operations"], responses={503: {"model": Ready}})
+    async def ready() -> Response:
+        """Readiness: the store is open and answers a query."""
+        if svc.memory is None:
+            return JSONResponse(Ready(ready=False, detail="store not open").model_dump(), status_code=503)
+        probe = svc.memory
+        try:
+            await svc.run_blocking(lambda: probe.list(user_id="__readiness__", limit=1))
+        except MemlaneError as exc:
+            return JSONResponse(Ready(ready=False, detail=str(exc)[:200]).model_dump(), status_code=503)
+        return JSONResponse(Ready(ready=True).model_dump())
+
+    @app.get(
+        "/metrics",
+        tags=["operations"],
+        responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+    )
+    async def metrics(who: Admin) -> Response:
+        """Prometheus metrics (admin keys)."""
+        body, content_type = svc.metrics.render()
+        return Response(body, media_type=content_type)
+
+    @app.get("/admin/audit", response_model=list[AuditLine], tags=["operations"])
+    async def audit(
+        who: Admin,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        after: Annotated[int, Query(ge=0, le=2**62)] = 0,
+        action: str | None = None,
+    ) -> list[AuditLine]:
+        """The audit log of the key's tenant, oldest first: page with `after` = the last `seq` seen."""
+        entries = await svc.run_blocking(lambda: svc.admin.audit(who.tenant, limit=limit, after=after, action=action))
+        return [
+            AuditLine(
+                seq=e.seq,
+                at=e.at,
+                key=None if e.key_prefix is None else f"ml_{e.key_prefix}",
+                tenant=e.tenant,
+                action=e.action,
+                user_id=e.user_id,
+                target=e.target,
+                status=e.status,
+                detail=e.detail,
+            )
+            for e in entries
+        ]
+
+    return app

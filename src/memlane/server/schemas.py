@@ -1,0 +1,118 @@
+"""The JSON edge of the REST API: request bodies and the few responses that are not library models."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memlane.models import Hit, Message
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+#: The library's own limits, stated in the schema too (the library still checks every value).
+UserId = Annotated[str, Field(min_length=1, max_length=256, description="the user within the key's tenant")]
+Text = Annotated[str, Field(min_length=1, max_length=32_000)]
+
+
+class AddRequest(_Body):
+    """``POST /v1/memories``: the arguments of ``Memory.add``."""
+
+    user_id: UserId
+    messages: str | Message | list[str | Message]
+    session_id: str | None = None
+    agent_id: str | None = None
+    timestamp: datetime | None = None
+    metadata: dict[str, Any] | None = None
+    infer: bool | None = None
+    async_: bool = Field(default=False, alias="async", description="queue extraction and answer 202 with a job id")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class SearchRequest(_Body):
+    """``POST /v1/search``: the arguments of ``Memory.search``; ``explain`` keeps each hit's score breakdown."""
+
+    user_id: UserId
+    query: Text
+    top_k: int = Field(default=10, ge=1, le=1000)
+    filters: dict[str, Any] | None = None
+    preset: str | None = None
+    explain: bool = False
+
+
+class SearchResponse(BaseModel):
+    """The hits of a search, best first."""
+
+    hits: list[Hit]
+
+
+class UpdateRequest(_Body):
+    """``PATCH /v1/memories/{id}``: what to change."""
+
+    user_id: UserId
+    text: Text | None = None
+    metadata: dict[str, Any] | None = None
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
+class FeedbackRequest(_Body):
+    """``POST /v1/feedback``: whether a memory returned for ``query`` was useful."""
+
+    user_id: UserId
+    memory_id: str
+    query: Text
+    useful: bool
+
+
+class Deleted(BaseModel):
+    """The ids a delete removed, or how many memories went."""
+
+    deleted: list[str] = Field(default_factory=list)
+    count: int
+
+
+class Imported(BaseModel):
+    """How many memories an import added."""
+
+    imported: int
+
+
+class Health(BaseModel):
+    """Liveness, and whether authentication is on."""
+
+    status: str
+    version: str
+    auth: bool = Field(description="false when started with --insecure-dev: every request is admin of 'default'")
+    warning: str | None = None
+
+
+class Ready(BaseModel):
+    """Readiness: whether the store is open and answering."""
+
+    ready: bool
+    detail: str = ""
+
+
+class AuditLine(BaseModel):
+    """One line of the audit log as an admin sees it."""
+
+    seq: int
+    at: datetime
+    key: str | None = Field(description="the public prefix of the key used (ml_<prefix>)")
+    tenant: str
+    action: str
+    user_id: str | None
+    target: str | None
+    status: int
+    detail: str
+
+
+class Problem(BaseModel):
+    """Every error: a short, clear ``detail``."""
+
+    detail: str

@@ -1,0 +1,49 @@
+"""`memlane keys` and a real `memlane serve` process: first start prints an admin key once and stores only its hash."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import httpx
+from typer.testing import CliRunner
+
+from memlane.bench.load import run_load, spawned_server
+from memlane.cli import app
+from memlane.server.keys import AdminDB, key_hash
+
+runner = CliRunner()
+
+
+def test_keys_create_list_revoke(tmp_path):
+    r = runner.invoke(app, ["keys", "create", "--tenant", "acme", "--scopes", "read", "--data-dir", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    secret = re.search(r"ml_[0-9a-f]{12}_[0-9a-f]{64}", r.stdout).group(0)
+    listed = json.loads(runner.invoke(app, ["keys", "list", "--data-dir", str(tmp_path)]).stdout)
+    assert [(k["prefix"], k["tenant"], k["scopes"], k["revoked_at"]) for k in listed] == [
+        (secret[:15], "acme", ["read"], None)
+    ]
+    assert secret not in (tmp_path / "server.db").read_bytes().decode("latin-1")
+    r = runner.invoke(app, ["keys", "revoke", secret[:15], "--data-dir", str(tmp_path)])
+    assert r.exit_code == 0 and "revoked" in r.stdout
+    db = AdminDB(tmp_path / "server.db")
+    assert db.verify(secret).revoked
+    db.close()
+    r = runner.invoke(app, ["keys", "create", "--scopes", "root", "--data-dir", str(tmp_path)])
+    assert r.exit_code == 2 and "unknown scope" in r.output
+
+
+def test_serve_first_start_key_works_and_only_its_hash_is_stored(tmp_path):
+    with spawned_server("hash", tmp_path) as (url, key):
+        assert httpx.get(f"{url}/health").json()["auth"] is True
+        r = httpx.post(
+            f"{url}/v1/memories",
+            json={"user_id": "maya", "messages": ["I adopted a border collie called Pepper"]},
+            headers={"Authorization": f"Bearer {key}"},
+        )
+        assert r.status_code == 200
+        assert httpx.get(f"{url}/v1/memories", params={"user_id": "maya"}).status_code == 401
+        stored = b"".join(p.read_bytes() for p in tmp_path.glob("server.db*"))
+        assert key.encode() not in stored and key_hash(key).encode() in stored
+        result = run_load(url, key, clients=4, seconds=1.0)
+        assert result.requests > 0 and result.server_errors == 0
