@@ -190,3 +190,17 @@ def test_a_checkpoint_of_another_copy_is_refused(source_db: Path, tmp_path: Path
         migrate(source, other, point)
     source.close()
     other.close()
+
+
+def test_a_postgresql_store_is_copied_back_into_sqlite(source_db: Path, tmp_path: Path) -> None:
+    """SQLite → PostgreSQL → SQLite: the second copy reads everything through the PostgreSQL store's transfer."""
+    from tests.pg_server import postgres_url
+
+    source, middle = open_store(source_db), open_store(postgres_url())
+    assert migrate(source, middle, tmp_path / "there.json", batch=7).ok
+    back = open_store(tmp_path / "back.db")
+    report = migrate(middle, back, tmp_path / "back.json", batch=5)
+    assert report.ok, [c for c in report.checks if not c.ok]
+    assert snapshot(back) == snapshot(middle) == snapshot(source)
+    for store in (source, middle, back):
+        store.close()
