@@ -311,7 +311,7 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
             flagged_at BIGINT NOT NULL,
             PRIMARY KEY (user_id, memory_id)
         );
-        CREATE INDEX memory_flags_at ON memory_flags (flagged_at DESC, memory_id);
+        CREATE INDEX memory_flags_at ON memory_flags (flagged_at DESC, memory_id COLLATE "C");
         CREATE TABLE pii_originals (
             user_id   TEXT NOT NULL,
             memory_id TEXT NOT NULL,
