@@ -40,3 +40,34 @@ def test_count_exists_list_first_last_range(memory: Memory) -> None:
     assert ask("When did Dana last water the plant?") == "2026-03-04"
     assert ask("When did Dana first water the plant?") == "2026-03-02"
     assert ask("What happened on 4 March 2026?") == "2 memories"
+
+
+def test_word_groups_match_the_memorys_own_words_as_the_text_index_reads_them(memory: Memory) -> None:
+    """Hyphens, apostrophes, accents and stems are read as the text index reads them; a word only in the previous
+    turn does not match; every group must hold; another user's memories never match.
+    """
+    from memlane.structured.query import Match, MemorySelect
+
+    texts = [
+        "We met O'Neil at the well-known café in Zürich.",
+        "Running shoes are runners' favourite.",
+        "I don't like Mondays",
+        "well known places",
+    ]
+    ids = [it.id for it in memory.add([{"role": "user", "content": t} for t in texts], user_id="u").items]
+    memory.add([{"role": "user", "content": t} for t in texts], user_id="other")
+
+    def matching(*groups: tuple[str, ...]) -> list[int]:
+        rows = memory._store.select_memories("u", MemorySelect(match=Match(terms=groups), limit=10)).rows
+        return sorted(ids.index(r.memory_id) for r in rows)
+
+    assert matching(("o'neil",)) == [0]
+    assert matching(("well-known",)) == [0, 3]
+    assert (
+        matching(("cafe",)) == matching(("café",)) == matching(("zurich",)) == [0]
+    )  # turn 1 holds them only as its previous turn
+    assert matching(("run",)) == matching(("runners",)) == [1]
+    assert matching(("don't",)) == [2] and matching(("dont",)) == []
+    assert matching(("monday",)) == [2]
+    assert matching(("places", "shoes")) == [1, 3]
+    assert matching(("places", "shoes"), ("running",)) == [1]

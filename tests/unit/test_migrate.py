@@ -1,4 +1,4 @@
-"""``memlane migrate``: a whole store copied (SQLite → SQLite, SQLite → SQLite + Qdrant), resumed after a kill."""
+"""``memlane migrate``: a whole store copied (SQLite → SQLite, SQLite + Qdrant, PostgreSQL), resumed after a kill."""
 
 from __future__ import annotations
 
@@ -126,11 +126,16 @@ def test_source_has_every_kind_of_thing(source_db: Path) -> None:
     assert snap["tom"]["flags"] and maya["originals"]
 
 
-@pytest.mark.parametrize("to", ["sqlite", "sqlite+qdrant"])
+@pytest.mark.parametrize("to", ["sqlite", "sqlite+qdrant", "postgres"])
 def test_a_store_is_copied_whole_and_verified(source_db: Path, tmp_path: Path, to: str) -> None:
     if to == "sqlite+qdrant":
         pytest.importorskip("qdrant_client", reason="memlane[qdrant] is not installed")
-    target_url = f"sqlite:///{tmp_path / 'target.db'}" + ("?vectors=qdrant+local" if to == "sqlite+qdrant" else "")
+    if to == "postgres":
+        from tests.pg_server import postgres_url
+
+        target_url = postgres_url()
+    else:
+        target_url = f"sqlite:///{tmp_path / 'target.db'}" + ("?vectors=qdrant+local" if to == "sqlite+qdrant" else "")
     source, target = open_store(source_db), open_store(target_url)
     seen: list[tuple[str, int, int]] = []
     report = migrate(source, target, tmp_path / "ck.json", batch=7, on_progress=lambda *a: seen.append(a))
@@ -146,6 +151,8 @@ def test_a_store_is_copied_whole_and_verified(source_db: Path, tmp_path: Path, t
         "graph relation sources",
         "injection flags",
         "sealed PII originals",
+        # another text engine scores otherwise by design (per-user statistics, another word splitter)
+        "text searches finding the sampled memory" if to == "postgres" else "text searches ranking alike (top 10)",
     }
     assert report.checkpoint.copied["graph"] == len(snapshot(source)["maya"]["relations"]) > 0
     assert KEY_NOTE in report.checkpoint.notes, "the copy says the PII key must travel with it"
@@ -215,3 +222,17 @@ def test_a_checkpoint_of_another_copy_is_refused(source_db: Path, tmp_path: Path
         migrate(source, other, point)
     source.close()
     other.close()
+
+
+def test_a_postgresql_store_is_copied_back_into_sqlite(source_db: Path, tmp_path: Path) -> None:
+    """SQLite → PostgreSQL → SQLite: the second copy reads everything through the PostgreSQL store's transfer."""
+    from tests.pg_server import postgres_url
+
+    source, middle = open_store(source_db), open_store(postgres_url())
+    assert migrate(source, middle, tmp_path / "there.json", batch=7).ok
+    back = open_store(tmp_path / "back.db")
+    report = migrate(middle, back, tmp_path / "back.json", batch=5)
+    assert report.ok, [c for c in report.checks if not c.ok]
+    assert snapshot(back) == snapshot(middle) == snapshot(source)
+    for store in (source, middle, back):
+        store.close()

@@ -15,15 +15,20 @@ from memlane.store.postgres.rows import run
 
 
 def write_entities(c: psycopg.Connection[Any], pk: int, item: MemoryItem) -> None:
-    """Replace the entity rows of one memory."""
-    run(c, "DELETE FROM memory_entities WHERE pk = %s", (pk,))
+    """Replace the entity rows of one memory.
+
+    Only the rows of entities it no longer involves are deleted: deleting the last row of an entity erases that
+    entity from the user's entity table (a trigger of the graph migration), which a rewrite must not do.
+    """
     speaker = canonical(item.speaker) if item.speaker else None
     names = list(dict.fromkeys(item.entities))
+    run(c, "DELETE FROM memory_entities WHERE pk = %s AND NOT (entity = ANY(%s))", (pk, names))
     if names:
         run(
             c,
             "INSERT INTO memory_entities (pk, user_id, entity, said_by) "
-            "SELECT %s, %s, e, e = %s FROM unnest(%s::text[]) e ON CONFLICT DO NOTHING",
+            "SELECT %s, %s, e, e = %s FROM unnest(%s::text[]) e "
+            "ON CONFLICT (pk, entity) DO UPDATE SET said_by = excluded.said_by",
             (pk, item.user_id, speaker or "", names),
         )
 

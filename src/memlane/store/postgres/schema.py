@@ -222,4 +222,137 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         ALTER TABLE jobs ADD COLUMN not_before BIGINT
         """,
     ),
+    (
+        # The knowledge graph (store/postgres/graph.py): typed relations between entities with their source memories
+        # and validity window. Erasure as in SQLite: a relation whose last source memory is gone goes too, and an
+        # entity that no memory and no relation involves any more leaves the entity table with its aliases.
+        # ``relation_sources`` carries the user for row-level security.
+        "0004_graph",
+        """
+        CREATE TABLE relations (
+            id            BIGSERIAL PRIMARY KEY,
+            user_id       TEXT NOT NULL,
+            subject       TEXT NOT NULL,
+            predicate     TEXT NOT NULL,
+            object        TEXT NOT NULL,
+            subject_type  TEXT NOT NULL DEFAULT 'other',
+            object_type   TEXT NOT NULL DEFAULT 'other',
+            valid_from    BIGINT NOT NULL,
+            valid_until   BIGINT,
+            superseded_by BIGINT
+        );
+        CREATE INDEX relations_user_subject ON relations (user_id, subject, predicate);
+        CREATE INDEX relations_user_object ON relations (user_id, object);
+        CREATE TABLE relation_sources (
+            relation BIGINT NOT NULL REFERENCES relations (id) ON DELETE CASCADE,
+            pk       BIGINT NOT NULL REFERENCES memories (pk) ON DELETE CASCADE,
+            user_id  TEXT NOT NULL,
+            PRIMARY KEY (relation, pk)
+        );
+        CREATE INDEX relation_sources_pk ON relation_sources (pk);
+        CREATE FUNCTION memlane_relation_orphan() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF NOT EXISTS (SELECT 1 FROM relation_sources WHERE relation = OLD.relation) THEN
+                DELETE FROM relations WHERE id = OLD.relation;
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER relation_sources_orphan AFTER DELETE ON relation_sources
+            FOR EACH ROW EXECUTE FUNCTION memlane_relation_orphan();
+        CREATE FUNCTION memlane_relation_entities() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            DELETE FROM entities WHERE user_id = OLD.user_id AND canonical IN (OLD.subject, OLD.object)
+                AND NOT EXISTS (SELECT 1 FROM memory_entities e WHERE e.user_id = OLD.user_id
+                                AND e.entity = entities.canonical)
+                AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.user_id = OLD.user_id
+                                AND (r.subject = entities.canonical OR r.object = entities.canonical));
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER relations_orphan_entities AFTER DELETE ON relations
+            FOR EACH ROW EXECUTE FUNCTION memlane_relation_entities();
+        CREATE FUNCTION memlane_entity_orphan() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF NOT EXISTS (SELECT 1 FROM memory_entities WHERE user_id = OLD.user_id AND entity = OLD.entity)
+                AND NOT EXISTS (SELECT 1 FROM relations WHERE user_id = OLD.user_id
+                                AND (subject = OLD.entity OR object = OLD.entity)) THEN
+                DELETE FROM entities WHERE user_id = OLD.user_id AND canonical = OLD.entity;
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER memory_entities_orphan AFTER DELETE ON memory_entities
+            FOR EACH ROW EXECUTE FUNCTION memlane_entity_orphan();
+        DO $do$
+        DECLARE t text;
+        BEGIN
+            FOREACH t IN ARRAY ARRAY['relations', 'relation_sources'] LOOP
+                EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
+                EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
+                EXECUTE format(
+                    'CREATE POLICY memlane_scope ON %I USING '
+                    '(coalesce(current_setting(''memlane.scope'', true), '''') IN ('''', user_id))',
+                    t
+                );
+            END LOOP;
+        END $do$
+        """,
+    ),
+    (
+        # Injection flags and the sealed originals of redacted PII (see memlane.security), keyed by memory id (a flag
+        # is written before its memory: fail closed). Both go with the memory, unless it moved to the archive, and
+        # with the archived copy.
+        "0005_security",
+        """
+        CREATE TABLE memory_flags (
+            user_id    TEXT NOT NULL,
+            memory_id  TEXT NOT NULL,
+            score      DOUBLE PRECISION NOT NULL,
+            reasons    TEXT NOT NULL DEFAULT '[]',
+            detector   TEXT NOT NULL,
+            flagged_at BIGINT NOT NULL,
+            PRIMARY KEY (user_id, memory_id)
+        );
+        CREATE INDEX memory_flags_at ON memory_flags (flagged_at DESC, memory_id COLLATE "C");
+        CREATE TABLE pii_originals (
+            user_id   TEXT NOT NULL,
+            memory_id TEXT NOT NULL,
+            sealed    BYTEA NOT NULL,
+            kinds     TEXT NOT NULL DEFAULT '[]',
+            at        BIGINT NOT NULL,
+            PRIMARY KEY (user_id, memory_id)
+        );
+        CREATE FUNCTION memlane_security_memory_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF NOT EXISTS (SELECT 1 FROM archive WHERE archive.id = OLD.id) THEN
+                DELETE FROM memory_flags WHERE user_id = OLD.user_id AND memory_id = OLD.id;
+                DELETE FROM pii_originals WHERE user_id = OLD.user_id AND memory_id = OLD.id;
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER memories_security_delete AFTER DELETE ON memories
+            FOR EACH ROW EXECUTE FUNCTION memlane_security_memory_delete();
+        CREATE FUNCTION memlane_security_archive_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF NOT EXISTS (SELECT 1 FROM memories WHERE memories.id = OLD.id) THEN
+                DELETE FROM memory_flags WHERE user_id = OLD.user_id AND memory_id = OLD.id;
+                DELETE FROM pii_originals WHERE user_id = OLD.user_id AND memory_id = OLD.id;
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER archive_security_delete AFTER DELETE ON archive
+            FOR EACH ROW EXECUTE FUNCTION memlane_security_archive_delete();
+        DO $do$
+        DECLARE t text;
+        BEGIN
+            FOREACH t IN ARRAY ARRAY['memory_flags', 'pii_originals'] LOOP
+                EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
+                EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
+                EXECUTE format(
+                    'CREATE POLICY memlane_scope ON %I USING '
+                    '(coalesce(current_setting(''memlane.scope'', true), '''') IN ('''', user_id))',
+                    t
+                );
+            END LOOP;
+        END $do$
+        """,
+    ),
 )

@@ -1,5 +1,5 @@
-"""``PostgresStore``: wires the PostgreSQL capabilities (rows, tsvector BM25, pgvector HNSW, history, jobs) into one
-``Store``, opened from a ``postgresql://`` URL.
+"""``PostgresStore``: wires the PostgreSQL capabilities (rows, tsvector BM25, pgvector HNSW, graph, structured
+questions, security log, history, jobs) into one ``Store``, opened from a ``postgresql://`` URL.
 """
 
 from __future__ import annotations
@@ -12,10 +12,14 @@ from memlane.store.postgres.candidates import PostgresCandidateIndex
 from memlane.store.postgres.db import EF_SEARCH_OPTION, POOL_OPTION, Database, redact
 from memlane.store.postgres.entities import PostgresEntityIndex
 from memlane.store.postgres.feedback import PostgresFeedback
+from memlane.store.postgres.graph import PostgresGraph
 from memlane.store.postgres.history import PostgresHistory
 from memlane.store.postgres.queue import PostgresJobQueue
 from memlane.store.postgres.reads import PostgresReads
+from memlane.store.postgres.security import PostgresSecurity
+from memlane.store.postgres.structured import PostgresStructuredIndex
 from memlane.store.postgres.text import PostgresTextIndex
+from memlane.store.postgres.transfer import PostgresTransfer
 from memlane.store.postgres.validity import PostgresValidity
 from memlane.store.postgres.vectors import PostgresVectorIndex
 from memlane.store.postgres.writes import PostgresWrites
@@ -41,11 +45,15 @@ class PostgresStore(
     PostgresVectorIndex,
     PostgresCandidateIndex,
     PostgresEntityIndex,
+    PostgresStructuredIndex,
     PostgresValidity,
+    PostgresGraph,
     PostgresFeedback,
     PostgresHistory,
     PostgresJobQueue,
     PostgresArchive,
+    PostgresSecurity,
+    PostgresTransfer,
 ):
     """A store in a PostgreSQL database (with pgvector). Thread-safe (a pool of connections); any number of
     processes may open the same database: every write is a transaction, migrations queue on an advisory lock.

@@ -17,10 +17,12 @@ import memlane.store.postgres.jobs as jobs_sql
 from memlane.embedding.base import Vectors
 from memlane.enrich.entities import AliasRow, canonical
 from memlane.errors import NotFoundError, StoreError
+from memlane.graph.types import RelationClaim
 from memlane.models import HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKind, utcnow
 from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.postgres.db import Database
 from memlane.store.postgres.entities import write_aliases, write_entities
+from memlane.store.postgres.graph import write_relations
 from memlane.store.postgres.history import erase_text, log_event
 from memlane.store.postgres.rows import run
 from memlane.store.postgres.text import previous_turn, refresh_next_context, turn_of
@@ -138,8 +140,19 @@ class PostgresWrites:
         jobs: Sequence[Job] = (),
         changes: Mapping[str, Mapping[str, Any]] | None = None,
         claim: JobClaim | None = None,
+        relations: Mapping[str, Sequence[RelationClaim]] | None = None,
     ) -> None:
-        self.write(items, index_texts, vectors, event=event, aliases=aliases, jobs=jobs, changes=changes, claim=claim)
+        self.write(
+            items,
+            index_texts,
+            vectors,
+            event=event,
+            aliases=aliases,
+            jobs=jobs,
+            changes=changes,
+            claim=claim,
+            relations=relations,
+        )
 
     def write(
         self,
@@ -154,13 +167,14 @@ class PostgresWrites:
         updates: Sequence[tuple[MemoryItem, HistoryEntry]] = (),
         finish: JobOutcome | None = None,
         claim: JobClaim | None = None,
+        relations: Mapping[str, Sequence[RelationClaim]] | None = None,
     ) -> None:
         """New items (with their index entries), changed items (no re-index), jobs enqueued (a running one under
         ``claim``) and a job finished: all in one transaction, or nothing when the finished job is fenced.
         """
         if not (len(items) == len(index_texts) == len(vectors)):
             raise StoreError("insert needs one index text and one vector per item")
-        if not items and not updates and not jobs and finish is None:
+        if not items and not updates and not jobs and finish is None and not any((relations or {}).values()):
             return
         vecs = np.ascontiguousarray(vectors, dtype=np.float32)
         with self._db.atomic() as c, c.pipeline():
@@ -184,6 +198,8 @@ class PostgresWrites:
                     mark_contradicted(c, item)
             for user_id, rows in (aliases or {}).items():
                 write_aliases(c, user_id, rows)
+            for user_id, claims in (relations or {}).items():
+                write_relations(c, user_id, claims)
             for job in jobs:
                 jobs_sql.enqueue(c, job, claim)
 
@@ -194,11 +210,16 @@ class PostgresWrites:
         vector: Vectors | None,
         entry: HistoryEntry,
         aliases: Sequence[AliasRow] = (),
+        *,
+        relations: Sequence[RelationClaim] | None = None,
     ) -> None:
         with self._db.atomic(item.user_id) as c:
             pk = row_key(c, item.user_id, item.id)
             update_fields(c, pk, item)
             write_aliases(c, item.user_id, aliases)
+            if relations is not None:
+                run(c, "DELETE FROM relation_sources WHERE pk = %s", (pk,))  # a relation left unsourced goes
+                write_relations(c, item.user_id, relations)
             if index_text is not None and vector is not None:
                 vec = np.ascontiguousarray(vector, dtype=np.float32).reshape(-1)
                 run(
@@ -241,6 +262,9 @@ class PostgresWrites:
                 "jobs",
                 "archive",
                 "contradictions",
+                "relations",
+                "memory_flags",
+                "pii_originals",
                 "text_stats",
             ):
                 run(c, f"DELETE FROM {table} WHERE user_id = %s", (user_id,))
