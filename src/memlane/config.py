@@ -168,7 +168,7 @@ class Config:
     broker_url: str | None = field(default=None, repr=False)
     broker_queue: str = "memlane"
     broker_handoff_seconds: float = 600.0  # a job handed to the broker and not run by then is run by any process
-    job_max_attempts: int = 5  # a broker job that failed this many attempts stays failed (the dead letter)
+    job_max_attempts: int = 5  # a job (embedded or broker) that failed this many attempts stays failed (dead letter)
     job_backoff_seconds: float = 2.0  # the wait before the n-th retry is this times 2^(n-1), at most the cap
     job_backoff_max_seconds: float = 300.0
 

@@ -194,6 +194,7 @@ class Memory:
             leases=self._leases,
             ready=self._embedder_ready,
             background=self.config.background_worker,
+            policy=RetryPolicy.from_config(self.config),
         )
         self._publisher = publisher_for(self.config, self._store.location)  # async jobs go to Celery if set
         if not self._store.read_only:  # a read-only store runs no jobs: they wait for a writer

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable
 
-from memlane.errors import MemlaneError
+from memlane.errors import MemlaneError, NotFoundError
 from memlane.lifecycle.locks import Leases
 from memlane.models import Job, JobState
+from memlane.retry import RetryPolicy, dead_on_claim, settle_failure
 from memlane.store.base import JobQueue
-from memlane.store.outcome import JobFencedError, JobOutcome
+from memlane.store.outcome import JobFencedError
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +30,10 @@ class JobWorker:
 
     A job is claimed with a lease that ``leases`` renews while it runs, so no other process runs it meanwhile;
     a job whose process died is claimed again once its lease lapses. The handler records the job's outcome
-    itself (in the same transaction as its results, refused if the job was cancelled or its lease lost); an
-    exception that escapes it marks the job failed with the error, for a retry. While ``ready`` is false
-    nothing is claimed.
+    itself (in the same transaction as its results, refused if the job was cancelled or its lease lost). A failed
+    attempt (an exception that escapes the handler, or a failure it recorded) is queued again after the backoff of
+    ``policy``, as a broker's delivery is (``memlane.retry``); after ``max_attempts`` the job stays failed with its
+    last error, the dead letter. While ``ready`` is false nothing is claimed.
     """
 
     def __init__(
@@ -44,6 +45,7 @@ class JobWorker:
         ready: Callable[[], bool] = lambda: True,
         background: bool = True,
         poll: float = 1.0,
+        policy: RetryPolicy | None = None,
     ) -> None:
         self._store = store
         self._handler = handler
@@ -51,6 +53,7 @@ class JobWorker:
         self._ready = ready
         self._background = background
         self._poll = poll
+        self._policy = policy or RetryPolicy()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._busy = threading.Lock()
@@ -132,6 +135,8 @@ class JobWorker:
             if job is None:
                 return False
             try:
+                if dead_on_claim(self._store, job, self._leases.owner, self._policy) is not None:
+                    return True
                 self._handler(job)
             except JobDeferred as why:
                 log.info("job %s deferred: %s", job.id, why)
@@ -144,13 +149,23 @@ class JobWorker:
                 # An expected failure (a MemlaneError: LLM down, embedder mismatch, ...) is one line; the
                 # traceback is kept for debugging. Anything else is a bug and is logged whole.
                 if isinstance(exc, MemlaneError):
-                    log.warning("job %s failed: %s: %s", job.id, type(exc).__name__, exc)
+                    log.warning("job %s attempt %d failed: %s: %s", job.id, job.attempts, type(exc).__name__, exc)
                     log.debug("job %s failure traceback", job.id, exc_info=True)
                 else:
-                    log.exception("job %s failed", job.id)
+                    log.exception("job %s attempt %d failed", job.id, job.attempts)
                 error = f"{type(exc).__name__}: {exc}"
-                with contextlib.suppress(JobFencedError):
-                    self._store.finish_job(JobOutcome(job.id, JobState.FAILED, error, owner=self._leases.owner))
+                settle_failure(self._store, job, self._leases.owner, error, self._policy, held=True)
+            else:
+                self._settle_recorded_failure(job)
             finally:
                 self._leases.drop(job.id)
             return True
+
+    def _settle_recorded_failure(self, job: Job) -> None:
+        """The handler may record its job failed itself (an extraction batch it could not read): retried alike."""
+        try:
+            after = self._store.job(job.user_id, job.id)
+        except NotFoundError:  # its user was deleted meanwhile
+            return
+        if after.state is JobState.FAILED and not (after.error or "").startswith("dead letter"):
+            settle_failure(self._store, after, self._leases.owner, after.error or "failed", self._policy, held=False)

@@ -34,3 +34,11 @@ def test_migrate_copies_and_verifies(env: dict[str, str], tmp_path: Path) -> Non
     run(env, "add", "--user", "cy", "already here", "--db", str(other))
     refused = runner.invoke(app, ["migrate", "--from", env["MEMLANE_DB"], "--to", str(other)], env=env)
     assert refused.exit_code != 0 and "already holds 1 memories" in refused.output
+
+
+def test_migrate_says_the_pii_key_must_travel(env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+    redacting = {**env, "MEMLANE_REDACT_PII": "email"}
+    run(redacting, "add", "--user", "ana", "Write to me at ana.cello@example.com on Sundays")
+    out = run(env, "migrate", "--from", env["MEMLANE_DB"], "--to", str(tmp_path / "new.db")).stdout
+    assert "originals" in out and "DIFFERENT" not in out
+    assert "pii.key" in " ".join(out.split()) and "is not part of a store" in " ".join(out.split())

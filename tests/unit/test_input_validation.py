@@ -278,6 +278,10 @@ class _Store:
     def finish_job(self, outcome: object) -> None:
         self.finished.append(outcome)
 
+    def retry_job_later(self, job_id: str, owner: str, error: str, not_before: object) -> bool:
+        self.finished.append((job_id, error))
+        return True
+
 
 @pytest.mark.parametrize(
     ("error", "one_line_only"), [(MemlaneError("the LLM is down"), True), (KeyError("bug"), False)]

@@ -114,7 +114,7 @@ def test_a_malformed_llm_reply_keeps_the_messages_and_records_a_failed_job(confi
             script.replies[:] = [completion(json.dumps(CLEAN))]
             assert memory.retry_jobs(user_id="maya") == 1
             done = memory.wait(result.job_id, user_id="maya", timeout=30)
-            assert done.state is JobState.DONE and done.attempts == 2
+            assert done.state is JobState.DONE and done.attempts == 1  # a fresh round of attempts
             assert done.payload["prompt_tokens"] == 10 and done.payload["completion_tokens"] == 5
             [fact] = memory.list(user_id="maya", filters={"kind": "fact"})
             assert fact.text == "Maya lives in Denver." and [s.memory_id for s in fact.sources] == [result.items[0].id]
@@ -123,11 +123,13 @@ def test_a_malformed_llm_reply_keeps_the_messages_and_records_a_failed_job(confi
 
 def test_a_malformed_reply_in_the_background_fails_the_job_for_retry(config: Config) -> None:
     with replay_server(recorded("extract_truncated")) as (url, _):
-        with Memory(":memory:", embedder=HashEmbedder(), config=llm_config(config, url)) as memory:
+        cfg = llm_config(config, url, job_max_attempts=2, job_backoff_seconds=0.05)
+        with Memory(":memory:", embedder=HashEmbedder(), config=cfg) as memory:
             result = memory.add(TURN, user_id="maya", async_mode=True)
             assert result.job_id is not None
             job = memory.wait(result.job_id, user_id="maya", timeout=30)
-            assert job.state is JobState.FAILED and job.attempts == 1
+            assert job.state is JobState.FAILED and job.attempts == 2  # retried once, then the dead letter
+            assert (job.error or "").startswith("dead letter after 2 attempts")
             assert memory.stats(user_id="maya").by_kind == {"message": 1}
             assert [j.id for j in memory.jobs(user_id="maya", state="failed")] == [result.job_id]
 

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 class WorkerRuntime:
     """What a worker process serves: one store, opened lazily in each pool process (after the fork)."""
 
-    db: Path | None
+    db: str | Path | None
     embedder: str | None
     config: Config
     _memory: Memory | None = field(default=None, init=False)

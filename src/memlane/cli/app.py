@@ -18,6 +18,7 @@ from memlane.cli.bench import bench_app
 from memlane.cli.graph import graph
 from memlane.cli.mcp import mcp_command
 from memlane.cli.migrate import migrate_command
+from memlane.cli.options import DbOpt
 from memlane.cli.output import OneLineErrors, dump, err, fail, out, show
 from memlane.cli.server import keys_app, serve
 from memlane.cli.worker import worker_command
@@ -43,14 +44,6 @@ app.command(name="worker")(worker_command)
 app.command(name="graph")(graph)
 app.command(name="migrate")(migrate_command)
 
-DbOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--db",
-        envvar="MEMLANE_DB",
-        help="SQLite file or store URL, e.g. postgresql://HOST/DB or sqlite:///m.db?vectors=qdrant://HOST (default: $MEMLANE_HOME/memlane.db).",
-    ),
-]
 EmbedderOpt = Annotated[
     str | None,
     typer.Option("--embedder", envvar="MEMLANE_EMBEDDER", help="minilm (default), static, or openai:MODEL@URL."),

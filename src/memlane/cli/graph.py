@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from memlane.cli.options import DbOpt
 from memlane.cli.output import dump, fail, out, show
 from memlane.config import Config
 from memlane.engine import Memory
@@ -18,10 +18,7 @@ def graph(
     entity: Annotated[str, typer.Argument(help="An entity's name or alias (e.g. 'Anna', 'Mel', 'my sister').")],
     user: Annotated[str, typer.Option("--user", "-u", help="The user scope (required).")],
     limit: Annotated[int, typer.Option("--limit", "-n", help="How many of its latest memories to show.")] = 10,
-    db: Annotated[
-        Path | None,
-        typer.Option("--db", envvar="MEMLANE_DB", help="SQLite file (default: $MEMLANE_HOME/memlane.db)."),
-    ] = None,
+    db: DbOpt = None,
     embedder: Annotated[
         str | None,
         typer.Option("--embedder", envvar="MEMLANE_EMBEDDER", help="minilm (default), static, or openai:MODEL@URL."),

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from memlane.cli.options import DbOpt
 from memlane.cli.output import fail
 from memlane.config import Config
 from memlane.engine import Memory
@@ -26,10 +26,7 @@ def mcp_command(
     host: Annotated[str, typer.Option("--host", help="HTTP: the address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="HTTP: the port to listen on.")] = 8765,
     path: Annotated[str, typer.Option("--path", help="HTTP: the endpoint path.")] = "/mcp",
-    db: Annotated[
-        Path | None,
-        typer.Option("--db", envvar="MEMLANE_DB", help="SQLite file (default: $MEMLANE_HOME/memlane.db)."),
-    ] = None,
+    db: DbOpt = None,
     embedder: Annotated[
         str | None,
         typer.Option("--embedder", envvar="MEMLANE_EMBEDDER", help="minilm (default), static, or openai:MODEL@URL."),

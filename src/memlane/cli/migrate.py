@@ -16,7 +16,15 @@ from memlane.errors import MemlaneError
 from memlane.migrate import MigrationReport, migrate
 from memlane.store import open_store
 
-_UNITS = {"memories": "memories", "archive": "users", "evict": "users", "jobs": "users", "history": "users"}
+_UNITS = {
+    "memories": "memories",
+    "archive": "users",
+    "evict": "users",
+    "jobs": "users",
+    "history": "users",
+    "graph": "users",
+    "security": "users",
+}
 
 
 def _default_checkpoint(source: str, target: str) -> Path:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from memlane.cli.options import DbOpt
 from memlane.cli.output import OneLineErrors, dump, err, fail, out
 from memlane.config import Config
 from memlane.errors import MemlaneError
@@ -98,9 +99,7 @@ def keys_revoke(
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
-    db: Annotated[
-        Path | None, typer.Option("--db", envvar="MEMLANE_DB", help="Store (default: $MEMLANE_HOME/memlane.db).")
-    ] = None,
+    db: DbOpt = None,
     embedder: Annotated[str | None, typer.Option("--embedder", envvar="MEMLANE_EMBEDDER")] = None,
     data_dir: DataDirOpt = None,
     insecure_dev: Annotated[

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from memlane.cli.options import DbOpt
 from memlane.cli.output import err, fail
 from memlane.config import Config
 from memlane.engine import Memory
@@ -27,10 +27,7 @@ def worker_command(
     queue: Annotated[str | None, typer.Option("--queue", help="Celery queue (default: memlane).")] = None,
     pool: Annotated[str, typer.Option("--pool", help="Celery pool: prefork, solo or threads.")] = "prefork",
     concurrency: Annotated[int, typer.Option("--concurrency", help="Celery pool processes.")] = 1,
-    db: Annotated[
-        Path | None,
-        typer.Option("--db", envvar="MEMLANE_DB", help="SQLite file (default: $MEMLANE_HOME/memlane.db)."),
-    ] = None,
+    db: DbOpt = None,
     embedder: Annotated[
         str | None,
         typer.Option("--embedder", envvar="MEMLANE_EMBEDDER", help="minilm (default), static, or openai:MODEL@URL."),

@@ -10,13 +10,12 @@ import json
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
 from memlane.engine import Memory
 from memlane.errors import MemlaneError, MissingDependencyError
-from memlane.mcp.quoting import quote_hits
 from memlane.mcp.scope import McpScope
 from memlane.models import Hit, MemoryItem
 
@@ -30,6 +29,7 @@ log = logging.getLogger(__name__)
 
 Transport = Literal["stdio", "streamable-http"]
 RECENT_LIMIT = 20
+NOTHING_FOUND = "(no stored memory matches this prompt)"
 _T = TypeVar("_T")
 
 INSTRUCTIONS = (
@@ -169,19 +169,15 @@ def build_server(memory: Memory, scope: McpScope) -> MCPServer:
 
     @server.tool(
         description="The memories that bear on a prompt, dated, attributed and fenced as quoted data, ready to put "
-        "in front of a model."
+        "in front of a model, within token_budget (estimated) tokens. Memories flagged as likely prompt injections "
+        "are left out."
     )
-    def context(prompt: str, user_id: str | None = None, top_k: int = 8, max_chars: int = 4000) -> str:
+    def context(prompt: str, user_id: str | None = None, top_k: int = 30, token_budget: int = 1000) -> str:
         def run() -> str:
-            user = scope.user(user_id)
-            library_context: Any = getattr(memory, "context", None)
-            if callable(library_context):  # the library's own assembly, once it has one
-                assembled = library_context(prompt, user_id=user, **tenant)
-                text = assembled if isinstance(assembled, str) else getattr(assembled, "text", None)
-                if isinstance(text, str):
-                    return text
-            hits = memory.search(prompt, user_id=user, top_k=top_k, **tenant)
-            return quote_hits(hits, max_chars=max(200, min(int(max_chars), 200_000)))
+            assembled = memory.context(
+                prompt, user_id=scope.user(user_id), token_budget=token_budget, top_k=top_k, **tenant
+            )
+            return assembled.text or NOTHING_FOUND
 
         return _call(run)
 

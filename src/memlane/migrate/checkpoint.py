@@ -15,8 +15,18 @@ from pydantic import ValidationError as PydanticValidationError
 from memlane.errors import ValidationError
 from memlane.models import utcnow
 
-Phase = Literal["memories", "archive", "feedback", "evict", "jobs", "history", "done"]
-PHASES: tuple[Phase, ...] = ("memories", "archive", "feedback", "evict", "jobs", "history", "done")
+Phase = Literal["memories", "archive", "feedback", "evict", "jobs", "history", "graph", "security", "done"]
+PHASES: tuple[Phase, ...] = (
+    "memories",
+    "archive",
+    "feedback",
+    "evict",
+    "jobs",
+    "history",
+    "graph",
+    "security",
+    "done",
+)
 
 
 class Checkpoint(BaseModel):

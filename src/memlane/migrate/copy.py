@@ -2,9 +2,15 @@
 
 Phases: memories (rows with their index bodies and vectors as stored, no re-embedding; each user's entity table with
 them), archive (archived memories, written live), feedback, evict (those archived again, at their archive time),
-jobs, history (each memory's records replaced by the source's, deleted memories' included). Every phase can run
-again over what it already did: rows the target holds are skipped, evicting or replacing history twice changes
-nothing. The source must not change while it is copied.
+jobs, history (each memory's records replaced by the source's, deleted memories' included), graph (each user's
+relations with their sources and validity, in one transaction per user), security (injection flags and sealed PII
+originals, the sealed bytes as they are: the key file that unseals them is not part of a store and must travel
+with the copy). Every phase can run again over what it already did: rows the target holds are skipped, evicting,
+replacing history or writing flags twice changes nothing, a user whose relations the target holds is skipped.
+The source must not change while it is copied.
+
+Not copied, as a target derives or keeps its own: the full-text index, scope versions, the vector change log and
+mirror positions, locks and leases, and the staged vectors of an unfinished re-index.
 """
 
 from __future__ import annotations
@@ -24,6 +30,12 @@ from memlane.store.base import Store, StoreTransfer
 from memlane.store.records import StoredEntry, embed_hash
 
 log = logging.getLogger(__name__)
+
+#: Said when sealed PII originals were copied: the sealed bytes are copied as they are, not the key unsealing them.
+KEY_NOTE = (
+    "sealed PII originals were copied sealed; the key file that unseals them (pii.key in the source's data dir, or "
+    "MEMLANE_PII_KEY) is not part of a store: copy it to wherever the target is used, or they cannot be unsealed"
+)
 
 #: ``(phase, done, total)`` after every batch; ``total`` is 0 when unknown.
 Progress = Callable[[str, int, int], None]
@@ -94,6 +106,8 @@ class Copier:
             "evict": self._evict,
             "jobs": self._jobs,
             "history": self._history,
+            "graph": self._graph,
+            "security": self._security,
         }
         for phase in ckpt.PHASES[ckpt.PHASES.index(self.point.phase) :]:
             if phase == "done":
@@ -209,3 +223,31 @@ class Copier:
                 if self.point.offset % self.batch == 0:
                     self._save("history", self.point.user_index, len(self.point.users))
             self._save("history", self.point.user_index + 1, len(self.point.users))
+
+    def _graph(self) -> None:
+        if not isinstance(self.source, StoreTransfer) or not isinstance(self.target, StoreTransfer):
+            self.point.notes.append("graph relations not copied: a store here cannot read or write whole graphs")
+            return
+        for user_id in self._per_user():
+            relations = self.source.stored_relations(user_id)
+            if relations and self.target.stored_relations(user_id):  # written before an interruption
+                self.point.count("graph", skipped=len(relations))
+            elif relations:
+                written = self.target.put_relations(user_id, relations)
+                self.point.count("graph", copied=written, skipped=len(relations) - written)
+            self._save("graph", self.point.user_index + 1, len(self.point.users))
+
+    def _security(self) -> None:
+        if not isinstance(self.source, StoreTransfer):
+            self.point.notes.append("injection flags and sealed PII originals not copied: the source cannot list them")
+            return
+        for user_id in self._per_user():
+            flags = self.source.injection_flags(user_id)
+            originals = self.source.sealed_originals(user_id)
+            self.target.put_flags(user_id, flags)  # upserts: a resumed run writes the same rows again
+            self.target.put_originals(user_id, originals)
+            self.point.count("flags", copied=len(flags))
+            self.point.count("originals", copied=len(originals))
+            self._save("security", self.point.user_index + 1, len(self.point.users))
+        if self.point.copied.get("originals") and KEY_NOTE not in self.point.notes:
+            self.point.notes.append(KEY_NOTE)

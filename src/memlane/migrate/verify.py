@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import islice
 
@@ -10,7 +11,7 @@ import numpy as np
 
 from memlane.models import Filters, MemoryItem
 from memlane.store.base import Store, StoreTransfer
-from memlane.store.records import ScoredIds
+from memlane.store.records import ScoredIds, StoredRelation
 
 #: Scores closer than this are a tie: tied memories may come back in another order on another backend.
 TIE = 1e-4
@@ -50,6 +51,10 @@ def _archived(store: Store, user_id: str) -> int:
     return n
 
 
+def _closed(relations: Sequence[StoredRelation]) -> int:
+    return sum(r.valid_until is not None for r in relations)
+
+
 def _sample(store: Store, size: int) -> list[MemoryItem]:
     total = store.count()
     step = max(1, total // max(1, size))
@@ -57,7 +62,9 @@ def _sample(store: Store, size: int) -> list[MemoryItem]:
 
 
 def verify(source: Store, target: Store, *, sample: int = 20, k: int = 10) -> list[Check]:
-    """Counts (memories, kinds, users, archive, feedback, jobs, history) and ``sample`` vector and text searches."""
+    """Counts (memories, kinds, users, archive, feedback, jobs, history, graph relations and their sources, flags,
+    sealed originals) and ``sample`` vector and text searches.
+    """
     checks: list[Check] = []
 
     def check(name: str, a: object, b: object) -> None:
@@ -81,6 +88,22 @@ def verify(source: Store, target: Store, *, sample: int = 20, k: int = 10) -> li
             "memories with history",
             sum(len(source.history_ids(u)) for u in users),
             sum(len(target.history_ids(u)) for u in users),
+        )
+    if isinstance(source, StoreTransfer) and isinstance(target, StoreTransfer):
+        rel_s = [r for u in users for r in source.stored_relations(u)]
+        rel_t = [r for u in users for r in target.stored_relations(u)]
+        check("graph relations", len(rel_s), len(rel_t))
+        check("graph relation sources", sum(len(r.sources) for r in rel_s), sum(len(r.sources) for r in rel_t))
+        check("closed graph relations", _closed(rel_s), _closed(rel_t))
+        check(
+            "injection flags",
+            sum(len(source.injection_flags(u)) for u in users),
+            sum(len(target.injection_flags(u)) for u in users),
+        )
+        check(
+            "sealed PII originals",
+            sum(len(source.sealed_originals(u)) for u in users),
+            sum(len(target.sealed_originals(u)) for u in users),
         )
     items = _sample(source, sample)
     # Another text engine (SQLite's FTS5 and PostgreSQL's BM25 count statistics and split words differently) gives

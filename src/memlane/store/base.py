@@ -34,6 +34,7 @@ from memlane.store.records import (
     ScoredIds,
     SealedOriginal,
     StoredEntry,
+    StoredRelation,
 )
 from memlane.structured.query import EntityRows, EntitySelect, MemoryRows, MemorySelect
 
@@ -394,7 +395,7 @@ class JobQueue(Protocol):
         ...
 
     def requeue_jobs(self, states: tuple[JobState, ...], user_id: str | None = None) -> int:
-        """Put jobs in these states back in the queue; returns how many."""
+        """Put jobs in these states back in the queue (a failed one with a fresh round of attempts); how many."""
         ...
 
 
@@ -468,7 +469,8 @@ class HistoryLog(Protocol):
 @runtime_checkable
 class StoreTransfer(Protocol):
     """What copying a whole store (``memlane migrate``) needs beyond the other capabilities; optional for a backend
-    (without it a store can still be a migration's target, and its history is then not copied into it).
+    (without it a store can still be a migration's target, and its history and graph are then not copied into it;
+    flags and sealed originals are written through ``SecurityLog``).
     """
 
     def user_ids(self) -> builtins.list[str]:
@@ -485,6 +487,26 @@ class StoreTransfer(Protocol):
 
     def set_history(self, user_id: str, memory_id: str, entries: Sequence[HistoryEntry]) -> None:
         """Replace the recorded history of one memory with ``entries``, in order (a copy of another store's)."""
+        ...
+
+    def stored_relations(self, user_id: str) -> builtins.list[StoredRelation]:
+        """Every graph relation of this user, current and closed, with its sources, in order of id."""
+        ...
+
+    def put_relations(self, user_id: str, relations: Sequence[StoredRelation]) -> int:
+        """Write a copy of another store's relations for a user who has none here, all or nothing: ids are
+        renumbered (``superseded_by`` follows), sources are matched by memory id (one not held here is left out,
+        and a relation left without any is not written). Returns how many were written; ``ValidationError`` when
+        the user already has relations here.
+        """
+        ...
+
+    def injection_flags(self, user_id: str) -> builtins.list[InjectionFlag]:
+        """Every injection flag of this user (live, archived, or not yet written memories), by memory id."""
+        ...
+
+    def sealed_originals(self, user_id: str) -> builtins.list[SealedOriginal]:
+        """Every sealed PII original of this user, as its sealed bytes (never unsealed here), by memory id."""
         ...
 
 

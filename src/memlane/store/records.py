@@ -86,3 +86,22 @@ class SealedOriginal:
     sealed: bytes
     kinds: tuple[str, ...]
     at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRelation:
+    """A graph relation as one store holds it, for a whole-store copy: ``id`` and ``superseded_by`` are that store's
+    own relation ids (``superseded_by`` names another relation of the same user), ``sources`` the ids of the
+    memories it was read from.
+    """
+
+    id: int
+    subject: str
+    predicate: str
+    object: str
+    subject_type: str
+    object_type: str
+    valid_from: datetime
+    valid_until: datetime | None
+    superseded_by: int | None
+    sources: tuple[str, ...]

@@ -250,12 +250,14 @@ def pending(c: psycopg.Connection[Any]) -> int:
 
 
 def requeue(c: psycopg.Connection[Any], states: tuple[JobState, ...], user_id: str | None, at: int) -> int:
-    """Put jobs in ``states`` back in the queue (on request: failed ones); their leases are cleared."""
+    """Put jobs in ``states`` back in the queue (on request: failed ones); their leases are cleared. A failed job
+    starts a fresh round of attempts: a dead letter's count would dead-letter it again at its first claim.
+    """
     scope, params = ("AND user_id = %s ", [user_id]) if user_id is not None else ("", [])
     cur = run(
         c,
-        "UPDATE jobs SET state = 'queued', updated_at = %s, lease_owner = NULL, lease_until = NULL, not_before = NULL "
-        f"WHERE state = ANY(%s) {scope}",
+        "UPDATE jobs SET state = 'queued', updated_at = %s, lease_owner = NULL, lease_until = NULL, not_before = NULL, "
+        f"attempts = CASE WHEN state = 'failed' THEN 0 ELSE attempts END WHERE state = ANY(%s) {scope}",
         (at, [s.value for s in states], *params),
     )
     return int(cur.rowcount)

@@ -51,7 +51,7 @@ class PostgresSecurity:
             (user_id, list(dict.fromkeys(memory_ids))),
             scope=user_id,
         )
-        return {str(r[0]): _flag(r) for r in rows}
+        return {str(r[0]): flag_from_row(r) for r in rows}
 
     def flagged(self, user_id: str | None, limit: int, offset: int) -> builtins.list[FlaggedMemory]:
         scope, params = ("AND f.user_id = %s ", [user_id]) if user_id is not None else ("", [])
@@ -62,7 +62,7 @@ class PostgresSecurity:
             (*params, limit, offset),
             scope=user_id,
         )
-        return [FlaggedMemory(memory=row_to_item(r[5:]), flag=_flag(r[:5])) for r in rows]
+        return [FlaggedMemory(memory=row_to_item(r[5:]), flag=flag_from_row(r[:5])) for r in rows]
 
     def put_originals(self, user_id: str, originals: Sequence[SealedOriginal]) -> None:
         if not originals:
@@ -99,7 +99,8 @@ class PostgresSecurity:
         return int(self._db.read(f"SELECT count(*) FROM pii_originals {scope}", params, scope=user_id)[0][0])
 
 
-def _flag(row: Sequence[Any]) -> InjectionFlag:
+def flag_from_row(row: Sequence[Any]) -> InjectionFlag:
+    """An injection flag from its ``memory_flags`` columns: memory_id, score, reasons, detector, flagged_at."""
     return InjectionFlag(
         memory_id=str(row[0]),
         score=float(row[1]),

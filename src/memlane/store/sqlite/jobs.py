@@ -237,12 +237,14 @@ def pending(c: sqlite3.Connection) -> int:
 
 
 def requeue(c: sqlite3.Connection, states: tuple[JobState, ...], user_id: str | None, at: int) -> int:
-    """Put jobs in ``states`` back in the queue (on request: failed ones); their leases are cleared."""
+    """Put jobs in ``states`` back in the queue (on request: failed ones); their leases are cleared. A failed job
+    starts a fresh round of attempts: a dead letter's count would dead-letter it again at its first claim.
+    """
     marks = ", ".join("?" * len(states))
     scope, params = ("AND user_id = ? ", [user_id]) if user_id is not None else ("", [])
     cur = c.execute(
-        f"UPDATE jobs SET state = 'queued', updated_at = ?, lease_owner = NULL, lease_until = NULL, not_before = NULL "
-        f"WHERE state IN ({marks}) {scope}",
+        f"UPDATE jobs SET state = 'queued', updated_at = ?, lease_owner = NULL, lease_until = NULL, not_before = NULL, "
+        f"attempts = CASE WHEN state = 'failed' THEN 0 ELSE attempts END WHERE state IN ({marks}) {scope}",
         (at, *[s.value for s in states], *params),
     )
     return int(cur.rowcount)

@@ -48,7 +48,7 @@ class SQLiteSecurity:
             memory_ids,
             before=(user_id,),
         )
-        return {str(r[0]): _flag(r) for r in rows}
+        return {str(r[0]): flag_from_row(r) for r in rows}
 
     def flagged(self, user_id: str | None, limit: int, offset: int) -> builtins.list[FlaggedMemory]:
         scope, params = ("AND f.user_id = ? ", (user_id,)) if user_id is not None else ("", ())
@@ -58,7 +58,7 @@ class SQLiteSecurity:
             "ORDER BY f.flagged_at DESC, f.memory_id LIMIT ? OFFSET ?",
             (*params, limit, offset),
         )
-        return [FlaggedMemory(memory=row_to_item(r[5:]), flag=_flag(r[:5])) for r in rows]
+        return [FlaggedMemory(memory=row_to_item(r[5:]), flag=flag_from_row(r[:5])) for r in rows]
 
     def put_originals(self, user_id: str, originals: Sequence[SealedOriginal]) -> None:
         if not originals:
@@ -92,7 +92,8 @@ class SQLiteSecurity:
         return int(self._db.read(f"SELECT count(*) FROM pii_originals {scope}", params)[0][0])
 
 
-def _flag(row: Sequence[object]) -> InjectionFlag:
+def flag_from_row(row: Sequence[object]) -> InjectionFlag:
+    """An injection flag from its ``memory_flags`` columns: memory_id, score, reasons, detector, flagged_at."""
     at = row[4]
     assert isinstance(at, int)
     when: datetime = from_micros(at)

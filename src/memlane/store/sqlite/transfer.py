@@ -1,4 +1,6 @@
-"""What a whole-store copy reads and writes in SQLite (``StoreTransfer``): users, index entries, history."""
+"""What a whole-store copy reads and writes in SQLite (``StoreTransfer``): users, index entries, history, graph
+relations, injection flags and sealed originals.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +10,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memlane.models import HistoryEntry
-from memlane.store.records import StoredEntry
+from memlane.errors import ValidationError
+from memlane.models import HistoryEntry, InjectionFlag
+from memlane.store.records import SealedOriginal, StoredEntry, StoredRelation
 from memlane.store.sqlite.db import Database
-from memlane.store.sqlite.rows import to_micros
+from memlane.store.sqlite.rows import from_micros, to_micros
+from memlane.store.sqlite.security import flag_from_row
 
 
 class SQLiteTransfer:
@@ -25,7 +29,9 @@ class SQLiteTransfer:
             "UNION ALL SELECT user_id, 1e18 + min(pk) FROM archive GROUP BY user_id "
             "UNION ALL SELECT user_id, 2e18 + min(seq) FROM history GROUP BY user_id "
             "UNION ALL SELECT user_id, 3e18 + min(seq) FROM feedback GROUP BY user_id "
-            "UNION ALL SELECT user_id, 4e18 + min(seq) FROM jobs GROUP BY user_id) GROUP BY user_id ORDER BY min(o)"
+            "UNION ALL SELECT user_id, 4e18 + min(seq) FROM jobs GROUP BY user_id "
+            "UNION ALL SELECT user_id, 5e18 FROM memory_flags GROUP BY user_id "
+            "UNION ALL SELECT user_id, 5e18 FROM pii_originals GROUP BY user_id) GROUP BY user_id ORDER BY min(o), user_id"
         )
         return [str(r[0]) for r in rows]
 
@@ -69,3 +75,91 @@ class SQLiteTransfer:
                     for e in entries
                 ],
             )
+
+    def stored_relations(self, user_id: str) -> builtins.list[StoredRelation]:
+        rows = self._db.read(
+            "SELECT r.id, r.subject, r.predicate, r.object, r.subject_type, r.object_type, r.valid_from, "
+            "r.valid_until, r.superseded_by, group_concat(m.id, char(31)) FROM relations r "
+            "LEFT JOIN relation_sources s ON s.relation = r.id LEFT JOIN memories m ON m.pk = s.pk "
+            "WHERE r.user_id = ? GROUP BY r.id ORDER BY r.id",
+            (user_id,),
+        )
+        return [
+            StoredRelation(
+                int(rid),
+                str(subj),
+                str(pred),
+                str(obj),
+                str(st),
+                str(ot),
+                from_micros(int(since)),
+                None if until is None else from_micros(int(until)),
+                None if by is None else int(by),
+                tuple(sorted(str(ids).split("\x1f"))) if ids else (),
+            )
+            for rid, subj, pred, obj, st, ot, since, until, by, ids in rows
+        ]
+
+    def put_relations(self, user_id: str, relations: Sequence[StoredRelation]) -> int:
+        with self._db.atomic() as c:
+            if c.execute("SELECT 1 FROM relations WHERE user_id = ? LIMIT 1", (user_id,)).fetchone():
+                raise ValidationError(f"user {user_id!r} already has graph relations in this store")
+            wanted = sorted({mid for r in relations for mid in r.sources})
+            pks: dict[str, int] = {}
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                found = c.execute(
+                    f"SELECT id, pk FROM memories WHERE +user_id = ? AND id IN ({', '.join('?' * len(chunk))})",
+                    (user_id, *chunk),
+                ).fetchall()
+                pks.update((str(mid), int(pk)) for mid, pk in found)
+            ids: dict[int, int] = {}
+            for r in relations:
+                sources = [pks[m] for m in r.sources if m in pks]
+                if not sources:
+                    continue
+                cur = c.execute(
+                    "INSERT INTO relations (user_id, subject, predicate, object, subject_type, object_type, "
+                    "valid_from, valid_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        user_id,
+                        r.subject,
+                        r.predicate,
+                        r.object,
+                        r.subject_type,
+                        r.object_type,
+                        to_micros(r.valid_from),
+                        None if r.valid_until is None else to_micros(r.valid_until),
+                    ),
+                )
+                ids[r.id] = int(cur.lastrowid or 0)
+                c.executemany(
+                    "INSERT OR IGNORE INTO relation_sources (relation, pk) VALUES (?, ?)",
+                    [(ids[r.id], pk) for pk in sources],
+                )
+            c.executemany(
+                "UPDATE relations SET superseded_by = ? WHERE id = ?",
+                [
+                    (ids[r.superseded_by], ids[r.id])
+                    for r in relations
+                    if r.id in ids and r.superseded_by is not None and r.superseded_by in ids
+                ],
+            )
+        return len(ids)
+
+    def injection_flags(self, user_id: str) -> builtins.list[InjectionFlag]:
+        rows = self._db.read(
+            "SELECT memory_id, score, reasons, detector, flagged_at FROM memory_flags WHERE user_id = ? "
+            "ORDER BY memory_id",
+            (user_id,),
+        )
+        return [flag_from_row(r) for r in rows]
+
+    def sealed_originals(self, user_id: str) -> builtins.list[SealedOriginal]:
+        rows = self._db.read(
+            "SELECT memory_id, sealed, kinds, at FROM pii_originals WHERE user_id = ? ORDER BY memory_id", (user_id,)
+        )
+        return [
+            SealedOriginal(str(mid), bytes(sealed), tuple(json.loads(kinds)), from_micros(int(at)))
+            for mid, sealed, kinds, at in rows
+        ]
