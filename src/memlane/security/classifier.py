@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memlane.errors import ConfigError
-from memlane.security.obfuscation import unmask
+from memlane.security.obfuscation import Unmasked, unmask
 
 BITS: Final = 18
 WINDOW_CHARS: Final = 400
@@ -103,7 +103,10 @@ class ClassifierModel:
 
     def probability(self, text: str) -> float:
         """The injection probability of ``text``: the highest over its views, after unmasking."""
-        unmasked = unmask(text)
+        return self.probability_of(unmask(text))
+
+    def probability_of(self, unmasked: Unmasked) -> float:
+        """``probability`` of a text already unmasked."""
         best = max(self.logit(v) for v in views(unmasked.text))
         for payload in unmasked.payloads:
             best = max(best, self.logit(payload))

@@ -11,7 +11,7 @@ from typing import Final, Protocol, runtime_checkable
 
 from memlane.errors import ConfigError
 from memlane.security.classifier import ClassifierModel
-from memlane.security.obfuscation import unmask
+from memlane.security.obfuscation import Unmasked, unmask
 from memlane.security.rules import scan_rules
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,10 @@ class RulesDetector:
 
     def evidence(self, text: str) -> tuple[float, list[str]]:
         """The combined weight of the rules and tricks found in ``text``, and their names."""
-        unmasked = unmask(text)
+        return self.evidence_of(unmask(text))
+
+    def evidence_of(self, unmasked: Unmasked) -> tuple[float, list[str]]:
+        """``evidence`` of a text already unmasked."""
         matches = scan_rules(unmasked)
         reasons = [m.name for m in matches] + [f"trick:{t}" for t in unmasked.tricks]
         weights = [m.weight for m in matches] + [TRICK_WEIGHTS.get(t, 0.0) for t in unmasked.tricks]
@@ -101,8 +104,9 @@ class CombinedDetector:
 
     def score(self, text: str) -> tuple[float, list[str]]:
         """The combined score of one text and its reasons."""
-        evidence, reasons = self._rules.evidence(text)
-        p = self.model.probability(text)
+        unmasked = unmask(text)  # once, for the rules and the classifier alike
+        evidence, reasons = self._rules.evidence_of(unmasked)
+        p = self.model.probability_of(unmasked)
         if p >= 0.5:
             reasons.append(f"classifier:{p:.2f}")
         return _noisy_or([evidence, p]), reasons
