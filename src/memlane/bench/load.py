@@ -98,15 +98,18 @@ def spawned_server(embedder: str | None, home: Path | None = None) -> Iterator[t
     if embedder:
         cmd += ["--embedder", embedder]
     env = {**os.environ, "MEMLANE_HOME": str(home)}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    # The server's output goes to a file, never to a pipe nobody drains: a full pipe would block the server's
+    # writes and hang every request in flight.
+    printed = home / "serve.out"
+    with printed.open("w", encoding="utf-8") as sink:
+        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
     try:
-        assert proc.stdout is not None
-        key = proc.stdout.readline().strip()
-        if not re.fullmatch(r"ml_[0-9a-f]{12}_[0-9a-f]{64}", key):
-            raise ConfigError(f"the spawned server did not print an admin key (got {key[:40]!r})")
         url = f"http://127.0.0.1:{port}"
         _wait_ready(url, proc)
-        yield url, key
+        keys = re.findall(r"ml_[0-9a-f]{12}_[0-9a-f]{64}", printed.read_text(encoding="utf-8"))
+        if not keys:
+            raise ConfigError(f"the spawned server did not print an admin key (see {printed})")
+        yield url, keys[0]
     finally:
         proc.terminate()
         try:
