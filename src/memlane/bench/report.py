@@ -8,6 +8,7 @@ without it the Markdown is still written and says the plots were not drawn.
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import os
 from collections.abc import Sequence
@@ -479,7 +480,45 @@ def write_report(results: Path, out_md: Path, img: Path, *, plots: bool = True) 
         lines += _scale_section(scales, out_md, img)
     if peers:
         lines += _peers_section(peers, out_md, img)
+    lines += _json_sections(results)
     out_md.parent.mkdir(parents=True, exist_ok=True)
     out_md.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     written.insert(0, out_md)
     return written
+
+
+def _json_sections(results: Path) -> list[str]:
+    """The service's load run (``load.json``) and the injection detector's dev table (``injection-dev.json``), when
+    their results are there.
+    """
+    lines: list[str] = []
+    load_path = results / "load.json"
+    if load_path.exists():
+        run = json.loads(load_path.read_text(encoding="utf-8"))
+        lines += [
+            "## Service load: REST on loopback",
+            "",
+            f"`{run['command']}` (a fresh `memlane serve` on the embedded SQLite default and the default MiniLM "
+            f"embedder; load average {run['load_average'][0]:.2f} at the end). {run['clients']} clients for "
+            f"{run['seconds']:.0f} s: {run['requests']:,} requests, {run['throughput_rps']:.1f} per second, "
+            f"{run['errors']} errors ({run['server_errors']} server errors or timeouts). Latency includes the wait "
+            "for one of the server's worker threads: 50 clients share 8.",
+            "",
+            "| operation | requests | p50 ms | p95 ms | p99 ms |",
+            "|---|---|---|---|---|",
+            *(
+                f"| {op} | {int(v['requests']):,} | {v['p50_ms']:.0f} | {v['p95_ms']:.0f} | {v['p99_ms']:.0f} |"
+                for op, v in run["by_op"].items()
+            ),
+            "",
+        ]
+    injection_path = results / "injection-dev.json"
+    if injection_path.exists():
+        lines += [
+            "## Injection detector",
+            "",
+            "Recall and false-positive rate per subset of the held-out dev split, with 95% Wilson intervals, and the "
+            "cost per memory: see [security.md](security.md) (results in `docs/results/injection-dev.json`).",
+            "",
+        ]
+    return lines
