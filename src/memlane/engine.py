@@ -823,7 +823,10 @@ class Memory:
         else:
             user_id = self._user(user_id, tenant)
         limit, offset = self._page(limit, offset)
-        return self._store.flagged(user_id, limit, offset)
+        found = self._store.flagged(user_id, limit, offset)
+        for f in found:
+            unscope(f.memory)
+        return found
 
     def fence(
         self,

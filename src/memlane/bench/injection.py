@@ -72,7 +72,7 @@ def _matrix(texts: Sequence[str]) -> csr_matrix:
 
 def _fit(samples: Sequence[Sample], c: float) -> ClassifierModel:
     try:
-        from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
+        from sklearn.linear_model import LogisticRegression
     except ImportError as exc:
         raise MissingDependencyError("training the injection classifier", "bench") from exc
     per_subset = Counter(s.subset for s in samples)

@@ -15,16 +15,18 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from memlane import __version__
+from memlane.answer.context import Context
 from memlane.config import Config
 from memlane.engine import Memory
 from memlane.errors import MemlaneError, ValidationError
-from memlane.models import AddResult, HistoryEntry, Hit, Job, MemoryItem, Stats
+from memlane.models import AddResult, FlaggedMemory, HistoryEntry, Hit, Job, MemoryItem, Stats
 from memlane.server.keys import AdminDB, Scope
 from memlane.server.limits import BodyLimit, InFlightLimit
 from memlane.server.metrics import MetricsMiddleware
 from memlane.server.schemas import (
     AddRequest,
     AuditLine,
+    ContextRequest,
     Deleted,
     FeedbackRequest,
     Health,
@@ -172,6 +174,21 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
         if not body.explain:
             hits = [h.model_copy(update={"breakdown": {}, "triggers": {}}) for h in hits]
         return SearchResponse(hits=hits)
+
+    @app.post("/v1/context", response_model=Context, tags=["memories"])
+    async def context(body: ContextRequest, who: Reader) -> Context:
+        """The memories that answer a query, fenced as quoted data for an LLM prompt within a token budget;
+        memories flagged as likely prompt injections are left out.
+        """
+        return await svc.call(
+            who,
+            "context",
+            lambda m: m.context(
+                body.query, user_id=body.user_id, token_budget=body.token_budget, top_k=body.top_k, tenant=who.tenant
+            ),
+            user_id=body.user_id,
+            describe=lambda c: f"{len(c.memories)} memories, {c.tokens} tokens",
+        )
 
     @app.get("/v1/memories/{memory_id}", response_model=MemoryItem, tags=["memories"])
     async def get(memory_id: str, user_id: UserQ, who: Reader) -> MemoryItem:
@@ -358,6 +375,22 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
         """Prometheus metrics (admin keys)."""
         body, content_type = svc.metrics.render()
         return Response(body, media_type=content_type)
+
+    @app.get("/admin/flagged", response_model=list[FlaggedMemory], tags=["operations"])
+    async def flagged(
+        who: Admin,
+        user_id: UserQ,
+        limit: Annotated[int, Query(ge=0, le=1000)] = 100,
+        offset: Annotated[int, Query(ge=0, le=10**12)] = 0,
+    ) -> list[FlaggedMemory]:
+        """A user's memories flagged as likely prompt injections (text kept, with reason and score), newest first."""
+        return await svc.call(
+            who,
+            "flagged",
+            lambda m: m.flagged(user_id=user_id, tenant=who.tenant, limit=limit, offset=offset),
+            user_id=user_id,
+            describe=lambda f: f"{len(f)} flagged",
+        )
 
     @app.get("/admin/audit", response_model=list[AuditLine], tags=["operations"])
     async def audit(

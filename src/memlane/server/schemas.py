@@ -45,6 +45,15 @@ class SearchRequest(_Body):
     explain: bool = False
 
 
+class ContextRequest(_Body):
+    """``POST /v1/context``: the arguments of ``Memory.context`` (memories fenced as quoted data for a prompt)."""
+
+    user_id: UserId
+    query: Text
+    token_budget: int = Field(default=1000, ge=1, le=1_000_000)
+    top_k: int = Field(default=30, ge=1, le=1000)
+
+
 class SearchResponse(BaseModel):
     """The hits of a search, best first."""
 
