@@ -47,3 +47,13 @@ def test_serve_first_start_key_works_and_only_its_hash_is_stored(tmp_path):
         assert key.encode() not in stored and key_hash(key).encode() in stored
         result = run_load(url, key, clients=4, seconds=1.0)
         assert result.requests > 0 and result.server_errors == 0
+
+
+def test_bench_commands_kept_in_results_never_carry_the_api_key(monkeypatch):
+    from memlane.cli.bench import _command
+
+    secret = "ml_0123456789ab_" + "f" * 64
+    monkeypatch.setattr("sys.argv", ["/x/bin/memlane", "bench", "load", "--url", "http://h", "--key", secret])
+    assert secret not in _command("load") and "--key '$MEMLANE_API_KEY'" in _command("load")
+    monkeypatch.setattr("sys.argv", ["/x/bin/memlane", "bench", "load", f"--key={secret}"])
+    assert secret not in _command("load")

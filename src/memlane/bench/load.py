@@ -139,7 +139,14 @@ def _sentence(rng: random.Random) -> str:
 
 
 async def _client(
-    n: int, url: str, key: str, deadline: float, add_share: float, users: int, stats: dict[str, OpStats]
+    n: int,
+    url: str,
+    key: str,
+    deadline: float,
+    add_share: float,
+    users: int,
+    stats: dict[str, OpStats],
+    async_adds: bool = False,
 ) -> None:
     import httpx
 
@@ -150,7 +157,7 @@ async def _client(
             user = f"user-{rng.randrange(users)}"
             if rng.random() < add_share:
                 op, path = "add", "/v1/memories"
-                body: dict[str, object] = {"user_id": user, "messages": [_sentence(rng)]}
+                body: dict[str, object] = {"user_id": user, "messages": [_sentence(rng)], "async": async_adds}
             else:
                 op, path = "search", "/v1/search"
                 body = {"user_id": user, "query": _sentence(rng), "top_k": 10}
@@ -164,23 +171,34 @@ async def _client(
             s.statuses[status] = s.statuses.get(status, 0) + 1
 
 
-async def _run(url: str, key: str, clients: int, seconds: float, add_share: float, users: int) -> dict[str, OpStats]:
+async def _run(
+    url: str, key: str, clients: int, seconds: float, add_share: float, users: int, async_adds: bool
+) -> dict[str, OpStats]:
     stats = {"add": OpStats(), "search": OpStats()}
     deadline = time.monotonic() + seconds
-    await asyncio.gather(*(_client(i, url, key, deadline, add_share, users, stats) for i in range(clients)))
+    await asyncio.gather(*(_client(i, url, key, deadline, add_share, users, stats, async_adds) for i in range(clients)))
     return stats
 
 
 def run_load(
-    url: str, key: str, *, clients: int = 50, seconds: float = 60.0, add_share: float = 0.3, users: int = 20
+    url: str,
+    key: str,
+    *,
+    clients: int = 50,
+    seconds: float = 60.0,
+    add_share: float = 0.3,
+    users: int = 20,
+    async_adds: bool = False,
 ) -> LoadResult:
-    """Drive the server at ``url`` with ``clients`` concurrent clients for ``seconds``."""
+    """Drive the server at ``url`` with ``clients`` concurrent clients for ``seconds``; ``async_adds`` queues each
+    add's extraction as a job (202) instead of running it in the request (with a broker, on Celery workers).
+    """
     try:
         import httpx  # noqa: F401
     except ImportError as exc:
         raise MissingDependencyError("the load benchmark", "dev") from exc
     start = time.monotonic()
-    stats = asyncio.run(_run(url, key, clients, seconds, add_share, users))
+    stats = asyncio.run(_run(url, key, clients, seconds, add_share, users, async_adds))
     elapsed = time.monotonic() - start
     by_op: dict[str, dict[str, float]] = {}
     for op, s in stats.items():

@@ -492,17 +492,21 @@ def _json_sections(results: Path) -> list[str]:
     their results are there.
     """
     lines: list[str] = []
-    load_path = results / "load.json"
-    if load_path.exists():
+    for name, title in (("load.json", "embedded job queue"), ("load-celery.json", "Celery workers over Redis")):
+        load_path = results / name
+        if not load_path.exists():
+            continue
         run = json.loads(load_path.read_text(encoding="utf-8"))
+        setup = run.get(
+            "setup", "a fresh `memlane serve` on the embedded SQLite default and the default MiniLM embedder"
+        )
         lines += [
-            "## Service load: REST on loopback",
+            f"## Service load: REST on loopback, {title}",
             "",
-            f"`{run['command']}` (a fresh `memlane serve` on the embedded SQLite default and the default MiniLM "
-            f"embedder; load average {run['load_average'][0]:.2f} at the end). {run['clients']} clients for "
-            f"{run['seconds']:.0f} s: {run['requests']:,} requests, {run['throughput_rps']:.1f} per second, "
-            f"{run['errors']} errors ({run['server_errors']} server errors or timeouts). Latency includes the wait "
-            "for one of the server's worker threads: 50 clients share 8.",
+            f"`{run['command']}` ({setup}; load average {run['load_average'][0]:.2f} at the end). {run['clients']} "
+            f"clients for {run['seconds']:.0f} s: {run['requests']:,} requests, {run['throughput_rps']:.1f} per "
+            f"second, {run['errors']} errors ({run['server_errors']} server errors or timeouts). Latency includes the "
+            "wait for one of the server's worker threads: 50 clients share 8.",
             "",
             "| operation | requests | p50 ms | p95 ms | p99 ms |",
             "|---|---|---|---|---|",
@@ -512,6 +516,8 @@ def _json_sections(results: Path) -> list[str]:
             ),
             "",
         ]
+        if "jobs_done_after" in run:
+            lines += [f"Every queued job was done after the run ({run['jobs_done_after']:,} extraction jobs).", ""]
     injection_path = results / "injection-dev.json"
     if injection_path.exists():
         lines += [

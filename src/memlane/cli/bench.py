@@ -41,9 +41,17 @@ def _fail(message: str) -> NoReturn:
 
 
 def _command(name: str) -> str:
-    """The command line as typed, program name shortened to ``memlane`` (just the command when run embedded)."""
+    """The command line as typed, program name shortened to ``memlane`` (just the command when run embedded); the
+    value of ``--key`` (an API key, kept in results files) is replaced by ``$MEMLANE_API_KEY``.
+    """
     if Path(sys.argv[0]).name == "memlane":
-        return shlex.join(["memlane", *sys.argv[1:]])
+        args = list(sys.argv[1:])
+        for i, arg in enumerate(args):
+            if arg == "--key" and i + 1 < len(args):
+                args[i + 1] = "$MEMLANE_API_KEY"
+            elif arg.startswith("--key="):
+                args[i] = "--key=$MEMLANE_API_KEY"
+        return shlex.join(["memlane", *args])
     return f"memlane bench {name}"
 
 
@@ -560,6 +568,9 @@ def bench_load(
     add_share: Annotated[
         float, typer.Option("--add-share", help="Share of requests that add (the rest search).")
     ] = 0.3,
+    async_adds: Annotated[
+        bool, typer.Option("--async-adds", help="Adds queue their extraction as a job (202), e.g. for Celery workers.")
+    ] = False,
     embedder: EmbedderOpt = None,
 ) -> None:
     """REST load on loopback: concurrent clients, mixed add/search; throughput, p50/p95/p99, errors (JSON)."""
@@ -570,11 +581,13 @@ def bench_load(
     try:
         if url is None:
             with spawned_server(embedder) as (spawned, admin_key):
-                result = run_load(spawned, admin_key, clients=clients, seconds=seconds, add_share=add_share)
+                result = run_load(
+                    spawned, admin_key, clients=clients, seconds=seconds, add_share=add_share, async_adds=async_adds
+                )
         else:
             if not key:
                 _fail("--url needs --key (or MEMLANE_API_KEY)")
-            result = run_load(url, key, clients=clients, seconds=seconds, add_share=add_share)
+            result = run_load(url, key, clients=clients, seconds=seconds, add_share=add_share, async_adds=async_adds)
     except MemlaneError as exc:
         _fail(str(exc))
     report = {
