@@ -167,8 +167,10 @@ class Database:
                     raise translate(exc, self.path) from exc
 
     @contextlib.contextmanager
-    def reading(self) -> Iterator[sqlite3.Connection]:
-        """The connection for reads outside a transaction, under the lock, with driver errors translated."""
+    def reading(self, scope: str | None = None) -> Iterator[sqlite3.Connection]:
+        """The connection for reads outside a transaction, under the lock, with driver errors translated. ``scope``
+        (the user a read is about) confines a server database's reads; one SQLite file has no such confinement.
+        """
         with self.lock:
             try:
                 yield self.conn
