@@ -52,6 +52,7 @@ def test_migrations_are_recorded_and_reopen_is_idempotent(tmp_path: Path, config
             "0011_graph",
             "0012_security",
             "0013_vector_mirror",
+            "0014_fact_log",
         ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
@@ -210,7 +211,9 @@ _FULL_BM25 = (
 
 @pytest.mark.parametrize("seed", range(4))
 def test_top_k_bm25_and_completion_equal_full_scoring(tmp_path: Path, config: Config, seed: int) -> None:
-    """Top-k ranked inside SQLite plus scores of chosen members equal scoring every match and sorting."""
+    """Top-k BM25 plus the scores of chosen members equal scoring every match and sorting, and with one user in the
+    file (where FTS5's whole-file statistics are that user's) every score is FTS5's own ``bm25()``.
+    """
     from memlane.models import Filters
     from memlane.store.sqlite.text import fts_match
 
@@ -218,25 +221,32 @@ def test_top_k_bm25_and_completion_equal_full_scoring(tmp_path: Path, config: Co
     vocab = [f"w{i}" for i in range(30)]
     with Memory(tmp_path / "bm25.db", embedder=HashEmbedder(), config=config) as m:
         texts = list(dict.fromkeys(" ".join(rng.choices(vocab, k=rng.randint(1, 10))) for _ in range(400)))
-        m.add(texts, user_id="u", session_id="s")
-        m.add(texts[:60], user_id="other", session_id="s")  # another scope in the same index
+        m.add(texts[:200], user_id="u", session_id="s")
+        m.add(texts[200:], user_id="u", session_id="t")
         store = m._store
         conn = store._db.conn  # type: ignore[attr-defined]
         conn.execute("UPDATE memories SET valid_until = 1 WHERE user_id = 'u' AND pk % 13 = 0")
         ids = [r[0] for r in conn.execute("SELECT id FROM memories WHERE user_id = 'u'")]
-        for _ in range(15):
-            terms = rng.sample(vocab, rng.randint(1, 4))
+        queries = [rng.sample(vocab, rng.randint(1, 4)) for _ in range(15)]
+        alone = [store.text_search("u", terms, None, Filters(include_superseded=True)) for terms in queries]
+        for terms, got in zip(queries, alone, strict=True):
             every = conn.execute(_FULL_BM25, (fts_match("u", terms),)).fetchall()
+            fts = sorted(((r[0], r[1]) for r in every), key=lambda r: r[0])
+            assert [i for i, _ in sorted(got)] == [i for i, _ in fts]
+            assert [s for _, s in sorted(got)] == pytest.approx([s for _, s in fts], rel=1e-9)
+        m.add(texts[:60], user_id="other", session_id="s")  # another scope in the same file changes nothing
+        for terms, before in zip(queries, alone, strict=True):
+            every_u = store.text_search("u", terms, None, Filters(include_superseded=True))
+            assert every_u == before
+            current = set(store.matching("u", ids, Filters()))
             for filters, rows in (
-                (Filters(), [r for r in every if r[3]]),
-                (Filters(include_superseded=True), every),
+                (Filters(), [r for r in every_u if r[0] in current]),
+                (Filters(include_superseded=True), every_u),
             ):
-                ranked = sorted(rows, key=lambda r: (-r[1], r[2]))
                 for k in (1, 7, 40, 10_000):
-                    top = store.text_search("u", terms, k, filters)
-                    assert top == [(r[0], r[1]) for r in ranked[:k]]
+                    assert store.text_search("u", terms, k, filters) == rows[:k]
                 chosen = rng.sample(ids, 60)
-                expected = {r[0]: r[1] for r in rows if r[0] in set(chosen)}
+                expected = {i: s for i, s in rows if i in set(chosen)}
                 assert store.text_scores("u", terms, chosen, filters) == expected
 
 

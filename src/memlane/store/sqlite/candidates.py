@@ -8,6 +8,7 @@ from types import MappingProxyType
 from memlane.models import Filters
 from memlane.store.records import CandidateFacts, Position
 from memlane.store.sqlite.db import Database, marks
+from memlane.store.sqlite.hot_feed import HotScopes
 from memlane.store.sqlite.reads import superseded
 from memlane.store.sqlite.rows import filter_sql, from_micros, is_empty, only_current
 
@@ -16,11 +17,32 @@ class SQLiteCandidateIndex:
     """Per-pool lookups, each one or two queries whatever the dimensions engaged."""
 
     _db: Database
+    _hot: HotScopes
 
     def candidate_facts(
         self, user_id: str, memory_ids: Sequence[str], entities: Sequence[str] = ()
     ) -> dict[str, CandidateFacts]:
         ents = list(dict.fromkeys(entities))
+        none: Mapping[str, bool] = MappingProxyType({})
+        with self._hot.using(user_id) as model:
+            if model is not None:
+                asked = set(ents)
+                out: dict[str, CandidateFacts] = {}
+                for mid in memory_ids:
+                    row = model.row(mid)
+                    if row is not None:
+                        out[mid] = CandidateFacts(
+                            from_micros(row.ts),
+                            row.importance,
+                            row.session_id,
+                            row.position,
+                            None if row.event_time is None else from_micros(row.event_time),
+                            None if row.event_end is None else from_micros(row.event_end),
+                            row.category,
+                            row.intent,
+                            {e: s for e, s in row.entities.items() if e in asked} if asked and row.entities else none,
+                        )
+                return out
         involved: dict[str, dict[str, bool]] = {}
         if ents:
             for mid, ent, said_by in self._db.read_in(
@@ -32,7 +54,6 @@ class SQLiteCandidateIndex:
                 ents,
             ):
                 involved.setdefault(str(mid), {})[str(ent)] = bool(said_by)
-        none: Mapping[str, bool] = MappingProxyType({})
         return {
             str(mid): CandidateFacts(
                 from_micros(ts),
@@ -54,6 +75,9 @@ class SQLiteCandidateIndex:
         }
 
     def neighbours(self, user_id: str, memory_ids: Sequence[str], width: int) -> dict[str, Position]:
+        with self._hot.using(user_id) as model:
+            if model is not None:
+                return {k: Position(s, p) for k, (s, p) in model.neighbours(memory_ids, width).items()}
         out: dict[str, Position] = {}
         for nid, session, position in self._db.read_in(
             "SELECT DISTINCT n.id, n.session_id, n.position FROM memories m JOIN memories n "
@@ -70,6 +94,9 @@ class SQLiteCandidateIndex:
         if is_empty(filters):
             return set(memory_ids)
         if only_current(filters):
+            with self._hot.using(user_id) as model:
+                if model is not None:
+                    return model.current(memory_ids)
             return set(memory_ids) - superseded(self._db, user_id)[1]
         where, params = filter_sql(filters)
         rows = self._db.read_in(

@@ -59,6 +59,7 @@ class Database:
     def __init__(self, path: Path | str, *, read_only: bool = False) -> None:
         self.path = str(path)
         self.lock = threading.RLock()
+        self._unseen = 0  # this connection's changes made through ``unseen``
         # A file this process may not write (or an explicit ``?mode=ro``) is opened read-only: reads work,
         # writes raise a StoreError that says so.
         self.read_only = read_only or (
@@ -201,7 +202,21 @@ class Database:
         One cheap pragma: caches of derived state (the vector indexes) compare it instead of re-reading what they hold.
         """
         with self.reading() as c:
-            return int(c.execute("PRAGMA data_version").fetchone()[0]), c.total_changes
+            return int(c.execute("PRAGMA data_version").fetchone()[0]), c.total_changes - self._unseen
+
+    @contextlib.contextmanager
+    def unseen(self) -> Iterator[sqlite3.Connection]:
+        """A transaction whose changes do not move ``generation``: for writes to columns no derived state holds
+        (a search's access counts), so that the caches it keeps need not look at the logs again after each search.
+        """
+        with self.lock:
+            before = self.conn.total_changes
+            try:
+                with self.atomic() as c:
+                    yield c
+            finally:
+                if not self.conn.in_transaction:  # committed or rolled back: either way nothing derived changed
+                    self._unseen += self.conn.total_changes - before
 
     # -- scope versions: every write of a user bumps it, so caches of that user's data see the change -------
     def version(self, user_id: str) -> int:

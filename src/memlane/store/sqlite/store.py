@@ -12,6 +12,7 @@ from memlane.store.sqlite.entities import SQLiteEntityIndex
 from memlane.store.sqlite.feedback import SQLiteFeedback
 from memlane.store.sqlite.graph import SQLiteGraph
 from memlane.store.sqlite.history import SQLiteHistory
+from memlane.store.sqlite.hot_feed import HotScopes
 from memlane.store.sqlite.queue import SQLiteJobQueue
 from memlane.store.sqlite.reads import SQLiteReads
 from memlane.store.sqlite.security import SQLiteSecurity
@@ -48,6 +49,7 @@ class SQLiteStore(
     def __init__(self, path: Path | str, *, read_only: bool = False) -> None:
         self._db = Database(path, read_only=read_only)
         self._cache = AnnIndexes(self._db)
+        self._hot = HotScopes(self._db)
         self._fts_secure_delete = False
         if not self._db.read_only:
             self._cache.sweep()  # index folders of users deleted by a process that died before removing them

@@ -12,6 +12,7 @@ from memlane.embedding.base import Vectors
 from memlane.models import Filters, MemoryItem
 from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database
+from memlane.store.sqlite.hot_feed import HotScopes
 from memlane.store.sqlite.reads import superseded
 from memlane.store.sqlite.rows import filter_sql, is_empty, only_current
 
@@ -21,6 +22,7 @@ class SQLiteVectorIndex:
 
     _db: Database
     _cache: AnnIndexes
+    _hot: HotScopes
 
     def _allowed_keys(self, user_id: str, filters: Filters) -> builtins.list[int]:
         where, params = filter_sql(filters)
@@ -34,16 +36,21 @@ class SQLiteVectorIndex:
         if index is None or not len(index) or limit <= 0:
             return []
         q = np.asarray(query, dtype=np.float32).reshape(-1)
-        if only_current(filters):
-            # Superseded memories are few: leave them out of an unfiltered search.
-            hits = index.search(q, limit, excluded=superseded(self._db, user_id)[0])
-        elif is_empty(filters):
-            hits = index.search(q, limit)
-        else:
-            allowed = self._allowed_keys(user_id, filters)
-            if not allowed:
-                return []
-            hits = index.search(q, limit, allowed=allowed)
+        with self._hot.using(user_id) as model:
+            if only_current(filters):
+                # Superseded memories are few: leave them out of an unfiltered search.
+                stale = model.superseded_pks() if model is not None else superseded(self._db, user_id)[0]
+                hits = index.search(q, limit, excluded=stale)
+            elif is_empty(filters):
+                hits = index.search(q, limit)
+            else:
+                allowed = self._allowed_keys(user_id, filters)
+                if not allowed:
+                    return []
+                hits = index.search(q, limit, allowed=allowed)
+            if model is not None:
+                found = [(model.id_of_pk(h.key), h.score) for h in hits]
+                return [(mid, score) for mid, score in found if mid is not None]
         ids = self._cache.ids_of([h.key for h in hits])
         return [(ids[h.key], h.score) for h in hits if h.key in ids]
 
@@ -51,7 +58,11 @@ class SQLiteVectorIndex:
         index = self._cache.get(user_id)
         if index is None or not memory_ids:
             return {}
-        keys = self._cache.keys_of(user_id, list(dict.fromkeys(memory_ids)))
+        with self._hot.using(user_id) as model:
+            if model is not None:
+                keys = {pk: mid for mid in dict.fromkeys(memory_ids) if (pk := model.pk_of(mid)) is not None}
+            else:
+                keys = self._cache.keys_of(user_id, list(dict.fromkeys(memory_ids)))
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         return {keys[h.key]: h.score for h in index.scores(q, list(keys))}
 

@@ -24,6 +24,7 @@ from memlane.store.sqlite.db import Database, marks
 from memlane.store.sqlite.entities import write_aliases, write_entities
 from memlane.store.sqlite.graph import write_relations
 from memlane.store.sqlite.history import erase_text, log_event
+from memlane.store.sqlite.hot_feed import HotScopes
 from memlane.store.sqlite.rows import COLUMNS, MUTABLE, item_params, to_micros
 from memlane.store.sqlite.text import drop_entry, index_entry, purge_deleted_terms, refresh_next_context, turn_of
 from memlane.store.sqlite.validity import forget_links, mark_contradicted
@@ -99,6 +100,7 @@ class SQLiteWrites:
 
     _db: Database
     _cache: AnnIndexes
+    _hot: HotScopes
     _fts_secure_delete: bool
 
     def insert(
@@ -268,16 +270,26 @@ class SQLiteWrites:
             ):
                 c.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
             c.execute("DELETE FROM vector_log_floor WHERE user_id = ?", (user_id,))
+            # Another process's read model of this user must rebuild (not replay a log that no longer holds the
+            # deletes): the floor moves past the deletes' entries, then they go.
+            c.execute(
+                "INSERT INTO fact_log_floor SELECT user_id, max(seq) FROM fact_log WHERE user_id = ? GROUP BY user_id "
+                "ON CONFLICT(user_id) DO UPDATE SET seq = excluded.seq WHERE excluded.seq > fact_log_floor.seq",
+                (user_id,),
+            )
+            c.execute("DELETE FROM fact_log WHERE user_id = ?", (user_id,))
             self._db.bump(c, user_id)
             if not self._fts_secure_delete:  # an older SQLite: merge the index so no term of the user survives
                 purge_deleted_terms(c)
         self._cache.forget(user_id)
+        self._hot.forget(user_id)
         return int(n)
 
     def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None:
         if not memory_ids:
             return
-        with self._db.atomic() as c:
+        # Only the access columns change, which no trigger logs and no cache holds.
+        with self._db.unseen() as c:
             c.execute(
                 f"UPDATE memories SET access_count = access_count + 1, last_accessed = ? "
                 f"WHERE +user_id = ? AND id IN ({marks(len(memory_ids))})",

@@ -1,0 +1,355 @@
+"""One user's read model in memory: the facts the dimensions read and a BM25 inverted index, kept by replaying changes.
+
+Why hand-written: the read path asks, per search, for the BM25 top-k of one user's memories, the exact BM25 of a
+few dozen others, and the time, session, position, labels and validity of about a hundred candidates. In SQLite that
+was a dozen queries and an FTS5 ``bm25()`` over every matching row of the whole file (O(matches), about 1,650 rows a
+search at 10k memories, 16,000 at 100k). Here postings are numpy views over append-only arrays per term, so a search
+costs O(postings of its terms) in vectorised numpy and the facts are list lookups. Nothing here is persisted: the
+database stays the source of truth, the model is rebuilt from it when a process first searches a user, and a
+deleted memory's words never reach a file through it.
+
+Scores are FTS5's ``bm25()`` (k1 = 1.2, b = 0.75; the previous turn's words at weight 0.4, as the ``ctx`` column)
+over this user's memories alone, as the PostgreSQL store computes them: one user's scores never depend on another's.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+import numpy as np
+
+from memlane.store.hot.tokens import query_tokens, tokens
+
+K1: Final = 1.2
+B: Final = 0.75
+#: Weight of the previous turn's words (FTS5's ``ctx`` column) relative to the memory's own.
+CONTEXT_WEIGHT: Final = 0.4
+
+
+@dataclass(frozen=True, slots=True)
+class HotRow:
+    """What the read model holds of one memory (times in microseconds, as stored)."""
+
+    pk: int
+    id: str
+    kind: str
+    session_id: str | None
+    position: int | None
+    ts: int
+    importance: float
+    event_time: int | None
+    event_end: int | None
+    category: str | None
+    intent: str | None
+    current: bool
+    body: str  # the indexed text (the speaker's name before a turn, a photo's caption after it)
+    text: str  # the memory's own text: what the next turn indexes as its context
+    entities: Mapping[str, bool] = field(default_factory=dict)  # entity -> whether this memory's speaker is it
+
+
+class _Grow:
+    """A numpy array with amortised appends (capacity doubles)."""
+
+    def __init__(self, dtype: type, fill: float | int | bool) -> None:
+        self.a: np.ndarray = np.full(64, fill, dtype=dtype)
+        self.fill = fill
+
+    def ensure(self, n: int) -> None:
+        if n > len(self.a):
+            bigger = np.full(max(n, 2 * len(self.a)), self.fill, dtype=self.a.dtype)
+            bigger[: len(self.a)] = self.a
+            self.a = bigger
+
+
+def _post(postings: dict[str, tuple[array[int], array[float]]], slot: int, terms: list[str]) -> int:
+    """Append ``slot``'s term counts to ``postings``; the number of terms."""
+    counts: dict[str, int] = {}
+    for t in terms:
+        counts[t] = counts.get(t, 0) + 1
+    for t, n in counts.items():
+        post = postings.get(t)
+        if post is None:
+            post = postings[t] = (array("q"), array("f"))
+        post[0].append(slot)
+        post[1].append(float(n))
+    return len(terms)
+
+
+class HotScope:
+    """The read model of one user. Not thread-safe: its owner (``HotScopes``) serialises access."""
+
+    def __init__(self, applied_seq: int = 0) -> None:
+        self.applied_seq = applied_seq
+        self.rows: list[HotRow | None] = []  # by slot; None once removed or replaced (slots are never reused)
+        self._slot_of_pk: dict[int, int] = {}
+        self._slot_of_id: dict[str, int] = {}
+        self._turn: dict[tuple[str | None, int], int] = {}  # (session, position) -> slot, messages only
+        self._at: dict[tuple[str | None, int], list[int]] = {}  # (session, position) -> slots, any kind
+        self._alive = _Grow(np.bool_, False)
+        self._current = _Grow(np.bool_, False)
+        self._length = _Grow(np.float64, 0.0)  # tokens of the body
+        self._ctx_length = _Grow(np.float64, 0.0)  # tokens of the text (as context of the next turn)
+        self._prev = _Grow(np.int64, -1)
+        self._next = _Grow(np.int64, -1)
+        self._pk = _Grow(np.int64, 0)
+        self._postings: dict[str, tuple[array[int], array[float]]] = {}  # term -> (slots, counts) in bodies
+        self._ctx_postings: dict[str, tuple[array[int], array[float]]] = {}  # the same in texts, for next turns
+        self._live = 0
+        self._dead = 0
+        self._stats: tuple[float, float] | None = None  # (documents, mean length), until a change
+        self._memo: tuple[tuple[str, ...], np.ndarray, np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return self._live
+
+    # -- changes ---------------------------------------------------------------------------------------------
+    def apply(self, rows: Iterable[HotRow], removed: Iterable[int] = ()) -> None:
+        """Remove ``removed`` (row keys), then put ``rows`` (a row already held is replaced)."""
+        for pk in removed:
+            self._remove(pk)
+        for row in rows:
+            self._remove(row.pk)
+            self._add(row)
+        self._stats = None
+        self._memo = None
+        if self._dead > max(1_000, self._live):
+            self._compact()
+
+    def _add(self, row: HotRow) -> None:
+        slot = len(self.rows)
+        self.rows.append(row)
+        for g in (self._alive, self._current, self._length, self._ctx_length, self._prev, self._next, self._pk):
+            g.ensure(slot + 1)
+        self._slot_of_pk[row.pk] = slot
+        self._slot_of_id[row.id] = slot
+        self._alive.a[slot] = True
+        self._current.a[slot] = row.current
+        self._pk.a[slot] = row.pk
+        self._length.a[slot] = _post(self._postings, slot, tokens(row.body))
+        if row.kind == "message" and row.position is not None:
+            self._ctx_length.a[slot] = _post(self._ctx_postings, slot, tokens(row.text))
+        if row.position is not None:
+            self._at.setdefault((row.session_id, row.position), []).append(slot)
+        if row.kind == "message" and row.position is not None:
+            key = (row.session_id, row.position)
+            self._turn[key] = slot
+            before = self._turn.get((row.session_id, row.position - 1), -1)
+            after = self._turn.get((row.session_id, row.position + 1), -1)
+            self._prev.a[slot] = before
+            self._next.a[slot] = after
+            if before >= 0:
+                self._next.a[before] = slot
+            if after >= 0:
+                self._prev.a[after] = slot
+        self._live += 1
+
+    def _remove(self, pk: int) -> None:
+        slot = self._slot_of_pk.pop(pk, None)
+        if slot is None:
+            return
+        row = self.rows[slot]
+        assert row is not None
+        self.rows[slot] = None
+        if self._slot_of_id.get(row.id) == slot:
+            del self._slot_of_id[row.id]
+        self._alive.a[slot] = False
+        self._current.a[slot] = False
+        before, after = int(self._prev.a[slot]), int(self._next.a[slot])
+        if before >= 0:
+            self._next.a[before] = -1
+        if after >= 0:
+            self._prev.a[after] = -1
+        self._prev.a[slot] = self._next.a[slot] = -1
+        if row.position is not None:
+            key = (row.session_id, row.position)
+            here = self._at.get(key, [])
+            if slot in here:
+                here.remove(slot)
+                if not here:
+                    del self._at[key]
+            if self._turn.get(key) == slot:
+                del self._turn[key]
+        self._live -= 1
+        self._dead += 1
+
+    def _compact(self) -> None:
+        """Drop removed slots from the postings (slots keep their numbers; only the postings shrink)."""
+        alive = self._alive.a
+        for postings in (self._postings, self._ctx_postings):
+            for t in list(postings):
+                slots, tfs = postings[t]
+                s = np.frombuffer(slots, dtype=np.int64)
+                keep = alive[s]
+                if keep.all():
+                    continue
+                if not keep.any():
+                    del postings[t]
+                    continue
+                kept = np.frombuffer(tfs, dtype=np.float32)[keep]
+                postings[t] = (array("q", s[keep].tobytes()), array("f", kept.tobytes()))
+        self._dead = 0
+
+    # -- lookups ---------------------------------------------------------------------------------------------
+    def row(self, memory_id: str) -> HotRow | None:
+        slot = self._slot_of_id.get(memory_id)
+        return None if slot is None else self.rows[slot]
+
+    def id_of_pk(self, pk: int) -> str | None:
+        slot = self._slot_of_pk.get(pk)
+        if slot is None:
+            return None
+        row = self.rows[slot]
+        return None if row is None else row.id
+
+    def pk_of(self, memory_id: str) -> int | None:
+        row = self.row(memory_id)
+        return None if row is None else row.pk
+
+    def neighbours(self, memory_ids: Sequence[str], width: int) -> dict[str, tuple[str | None, int]]:
+        """The memories within ``width`` positions of each listed one in its session (the listed ones included)."""
+        out: dict[str, tuple[str | None, int]] = {}
+        rows = self.rows
+        for mid in memory_ids:
+            row = self.row(mid)
+            if row is None or row.position is None:
+                continue
+            for p in range(row.position - width, row.position + width + 1):
+                for slot in self._at.get((row.session_id, p), ()):
+                    other = rows[slot]
+                    if other is not None:
+                        out[other.id] = (other.session_id, p)
+        return out
+
+    def current(self, memory_ids: Iterable[str]) -> set[str]:
+        """Those of ``memory_ids`` that are held and not superseded."""
+        out = set()
+        for mid in memory_ids:
+            slot = self._slot_of_id.get(mid)
+            if slot is not None and self._current.a[slot]:
+                out.add(mid)
+        return out
+
+    def superseded_pks(self) -> list[int]:
+        """Row keys of the held memories that are superseded."""
+        n = len(self.rows)
+        stale: list[int] = self._pk.a[:n][self._alive.a[:n] & ~self._current.a[:n]].tolist()
+        return stale
+
+    # -- BM25 ------------------------------------------------------------------------------------------------
+    def _collection(self) -> tuple[float, float]:
+        if self._stats is None:
+            n = len(self.rows)
+            alive = self._alive.a[:n]
+            length = self._length.a[:n]
+            prev = self._prev.a[:n]
+            total = float(length[alive].sum(dtype=np.float64))
+            linked = alive & (prev >= 0)
+            total += float(self._ctx_length.a[prev[linked]].sum(dtype=np.float64))
+            docs = float(self._live)
+            total += docs  # the scope token each entry carries (counted by FTS5 and PostgreSQL alike)
+            self._stats = (docs, total / docs if docs else 0.0)
+        return self._stats
+
+    def _scored(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(slots, scores) of every memory that matches any of ``terms`` in its text or its previous turn's."""
+        key = tuple(query_tokens(terms))
+        if self._memo is not None and self._memo[0] == key:
+            return self._memo[1], self._memo[2]
+        docs, avgdl = self._collection()
+        n = len(self.rows)
+        alive = self._alive.a[:n]
+        nxt = self._next.a[:n]
+        prev = self._prev.a[:n]
+        length = self._length.a[:n]
+        parts_s: list[np.ndarray] = []
+        parts_v: list[np.ndarray] = []
+        slots: np.ndarray
+        scores: np.ndarray
+        ctx_length = self._ctx_length.a[:n]
+        for t in key:
+            own, ctx = self._matches(self._postings.get(t), alive), self._matches(self._ctx_postings.get(t), alive)
+            slot_parts, weight_parts = [], []
+            if own is not None:
+                slot_parts.append(own[0])
+                weight_parts.append(own[1])
+            if ctx is not None:
+                after = nxt[ctx[0]]
+                linked = after >= 0
+                slot_parts.append(after[linked])
+                weight_parts.append(CONTEXT_WEIGHT * ctx[1][linked])
+            if not slot_parts:
+                continue
+            uniq, inv = np.unique(np.concatenate(slot_parts), return_inverse=True)
+            if not len(uniq):
+                continue
+            f = np.bincount(inv, weights=np.concatenate(weight_parts))
+            hits = len(uniq)
+            idf = max(math.log((docs - hits + 0.5) / (hits + 0.5)), 1e-6)
+            before = prev[uniq]
+            dl = 1.0 + length[uniq] + np.where(before >= 0, ctx_length[np.maximum(before, 0)], 0.0)
+            norm = K1 * (1 - B + B * dl / avgdl) if avgdl > 0 else K1
+            parts_s.append(uniq)
+            parts_v.append(idf * f * (K1 + 1) / (f + norm))
+        if not parts_s:
+            slots, scores = np.empty(0, np.int64), np.empty(0, np.float64)
+        elif len(parts_s) == 1:
+            slots, scores = parts_s[0], parts_v[0]
+        else:
+            uniq, inv = np.unique(np.concatenate(parts_s), return_inverse=True)
+            slots, scores = uniq, np.bincount(inv, weights=np.concatenate(parts_v))
+        self._memo = (key, slots, scores)
+        return slots, scores
+
+    @staticmethod
+    def _matches(
+        post: tuple[array[int], array[float]] | None, alive: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The live (slots, counts) of one term's postings."""
+        if post is None:
+            return None
+        s = np.frombuffer(post[0], dtype=np.int64)
+        tf = np.frombuffer(post[1], dtype=np.float32)
+        keep = alive[s]
+        if not keep.any():
+            return None
+        return s[keep], tf[keep].astype(np.float64)
+
+    def text_search(
+        self, terms: Sequence[str], limit: int, *, current_only: bool, allowed: Mapping[str, object] | None = None
+    ) -> list[tuple[str, float]]:
+        """The best ``limit`` by BM25, ties to the older row; only current memories with ``current_only``."""
+        slots, scores = self._scored(terms)
+        if current_only and len(slots):
+            keep = self._current.a[slots]
+            slots, scores = slots[keep], scores[keep]
+        if not len(slots) or limit <= 0:
+            return []
+        if len(slots) > limit:
+            # Everything scoring at least the limit-th best (ties at the edge included), then the exact order.
+            edge = np.partition(scores, len(scores) - limit)[len(scores) - limit]
+            keep = scores >= edge
+            slots, scores = slots[keep], scores[keep]
+        order = np.lexsort((self._pk.a[slots], -scores))[:limit]
+        rows = self.rows
+        return [(rows[int(slots[i])].id, float(scores[i])) for i in order]  # type: ignore[union-attr]
+
+    def text_scores(self, terms: Sequence[str], memory_ids: Sequence[str]) -> dict[str, float]:
+        """The BM25 of each listed memory that matches (the others score nothing)."""
+        slots, scores = self._scored(terms)
+        if not len(slots):
+            return {}
+        wanted = [(mid, slot) for mid in memory_ids if (slot := self._slot_of_id.get(mid)) is not None]
+        if not wanted:
+            return {}
+        asked = np.fromiter((slot for _, slot in wanted), dtype=np.int64, count=len(wanted))
+        at = np.minimum(np.searchsorted(slots, asked), len(slots) - 1)  # slots are sorted (np.unique)
+        found = slots[at] == asked
+        out: dict[str, float] = {}
+        for (mid, _), i, ok in zip(wanted, at.tolist(), found.tolist(), strict=True):
+            if ok:
+                out[mid] = float(scores[i])
+        return out
