@@ -43,6 +43,8 @@ def _answers(model: HotScope, ids: list[str]) -> list[object]:
     out.append(model.neighbours(ids, 2))
     out.append(sorted(model.current(ids)))
     out.append(sorted(model.superseded_pks()))
+    out.append(model.facts(ids, ["jonas", "maya"]))
+    out.append((model.known_entities(["jonas", "maya", "nobody"]), model.speakers(["jonas", "maya", "nobody"])))
     return out
 
 

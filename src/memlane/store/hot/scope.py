@@ -18,11 +18,21 @@ import math
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
 import numpy as np
 
 from memlane.store.hot.tokens import query_tokens, tokens
+from memlane.store.records import CandidateFacts
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def from_micros(value: int) -> datetime:
+    """A stored time (integer microseconds since the epoch) as an aware datetime."""
+    return _EPOCH + timedelta(microseconds=value)
+
 
 K1: Final = 1.2
 B: Final = 0.75
@@ -98,6 +108,9 @@ class HotScope:
         self._pk = _Grow(np.int64, 0)
         self._postings: dict[str, tuple[array[int], array[float]]] = {}  # term -> (slots, counts) in bodies
         self._ctx_postings: dict[str, tuple[array[int], array[float]]] = {}  # the same in texts, for next turns
+        self._facts: dict[int, CandidateFacts] = {}  # by slot, built when first asked
+        self._mentions: dict[str, int] = {}  # entity -> memories involving it
+        self._said: dict[str, int] = {}  # entity -> memories it said
         self._live = 0
         self._dead = 0
         self._stats: tuple[float, float] | None = None  # (documents, mean length), until a change
@@ -145,6 +158,10 @@ class HotScope:
                 self._next.a[before] = slot
             if after >= 0:
                 self._prev.a[after] = slot
+        for entity, said in row.entities.items():
+            self._mentions[entity] = self._mentions.get(entity, 0) + 1
+            if said:
+                self._said[entity] = self._said.get(entity, 0) + 1
         self._live += 1
 
     def _remove(self, pk: int) -> None:
@@ -154,6 +171,7 @@ class HotScope:
         row = self.rows[slot]
         assert row is not None
         self.rows[slot] = None
+        self._facts.pop(slot, None)
         if self._slot_of_id.get(row.id) == slot:
             del self._slot_of_id[row.id]
         self._alive.a[slot] = False
@@ -173,6 +191,14 @@ class HotScope:
                     del self._at[key]
             if self._turn.get(key) == slot:
                 del self._turn[key]
+        for entity, said in row.entities.items():
+            for counts, counted in ((self._mentions, True), (self._said, said)):
+                if counted:
+                    left = counts.get(entity, 0) - 1
+                    if left > 0:
+                        counts[entity] = left
+                    else:
+                        counts.pop(entity, None)
         self._live -= 1
         self._dead += 1
 
@@ -233,6 +259,44 @@ class HotScope:
                 out.add(mid)
         return out
 
+    def facts(self, memory_ids: Sequence[str], entities: Iterable[str] = ()) -> dict[str, CandidateFacts]:
+        """What the dimensions read of each held memory among ``memory_ids`` (with those of ``entities`` it involves)."""
+        asked = set(entities)
+        out: dict[str, CandidateFacts] = {}
+        cache = self._facts
+        for mid in memory_ids:
+            slot = self._slot_of_id.get(mid)
+            if slot is None:
+                continue
+            facts = cache.get(slot)
+            row = self.rows[slot]
+            assert row is not None
+            if facts is None:
+                facts = cache[slot] = CandidateFacts(
+                    from_micros(row.ts),
+                    row.importance,
+                    row.session_id,
+                    row.position,
+                    None if row.event_time is None else from_micros(row.event_time),
+                    None if row.event_end is None else from_micros(row.event_end),
+                    row.category,
+                    row.intent,
+                )
+            if asked and row.entities:
+                involved = {e: said for e, said in row.entities.items() if e in asked}
+                if involved:
+                    facts = facts._replace(entities=involved)
+            out[mid] = facts
+        return out
+
+    def known_entities(self, names: Iterable[str]) -> list[str]:
+        """Those of ``names`` that some held memory involves, in name order."""
+        return sorted({n for n in names if n in self._mentions})
+
+    def speakers(self, names: Iterable[str]) -> list[str]:
+        """Those of ``names`` that said some held memory, in name order."""
+        return sorted({n for n in names if n in self._said})
+
     def superseded_pks(self) -> list[int]:
         """Row keys of the held memories that are superseded."""
         n = len(self.rows)
@@ -255,7 +319,9 @@ class HotScope:
         return self._stats
 
     def _scored(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(slots, scores) of every memory that matches any of ``terms`` in its text or its previous turn's."""
+        """(slots, dense scores): every memory that matches any of ``terms`` in its text or its previous turn's, and
+        an array over all slots holding each one's BM25 (0 where nothing matched). O(postings of the terms).
+        """
         key = tuple(query_tokens(terms))
         if self._memo is not None and self._memo[0] == key:
             return self._memo[1], self._memo[2]
@@ -265,44 +331,47 @@ class HotScope:
         nxt = self._next.a[:n]
         prev = self._prev.a[:n]
         length = self._length.a[:n]
-        parts_s: list[np.ndarray] = []
-        parts_v: list[np.ndarray] = []
-        slots: np.ndarray
-        scores: np.ndarray
         ctx_length = self._ctx_length.a[:n]
+        total = np.zeros(n, dtype=np.float64)
+        freq = np.zeros(n, dtype=np.float64)  # scratch: one term's weighted frequency, zeroed after each term
+        mark = np.zeros(n, dtype=np.bool_)  # scratch: slots seen (per term, then over all terms)
+        touched: list[np.ndarray] = []
         for t in key:
             own, ctx = self._matches(self._postings.get(t), alive), self._matches(self._ctx_postings.get(t), alive)
-            slot_parts, weight_parts = [], []
+            parts: list[np.ndarray] = []
             if own is not None:
-                slot_parts.append(own[0])
-                weight_parts.append(own[1])
+                freq[own[0]] = own[1]  # a body's slots are distinct
+                mark[own[0]] = True
+                parts.append(own[0])
             if ctx is not None:
                 after = nxt[ctx[0]]
                 linked = after >= 0
-                slot_parts.append(after[linked])
-                weight_parts.append(CONTEXT_WEIGHT * ctx[1][linked])
-            if not slot_parts:
+                after = after[linked]  # distinct too: a turn has one next turn
+                freq[after] += CONTEXT_WEIGHT * ctx[1][linked]
+                parts.append(after[~mark[after]])
+            if not parts:
                 continue
-            uniq, inv = np.unique(np.concatenate(slot_parts), return_inverse=True)
-            if not len(uniq):
+            hit = np.concatenate(parts) if len(parts) > 1 else parts[0]
+            mark[hit] = False
+            if not len(hit):
                 continue
-            f = np.bincount(inv, weights=np.concatenate(weight_parts))
-            hits = len(uniq)
-            idf = max(math.log((docs - hits + 0.5) / (hits + 0.5)), 1e-6)
-            before = prev[uniq]
-            dl = 1.0 + length[uniq] + np.where(before >= 0, ctx_length[np.maximum(before, 0)], 0.0)
+            f = freq[hit]
+            freq[hit] = 0.0
+            idf = max(math.log((docs - len(hit) + 0.5) / (len(hit) + 0.5)), 1e-6)
+            before = prev[hit]
+            dl = 1.0 + length[hit] + np.where(before >= 0, ctx_length[np.maximum(before, 0)], 0.0)
             norm = K1 * (1 - B + B * dl / avgdl) if avgdl > 0 else K1
-            parts_s.append(uniq)
-            parts_v.append(idf * f * (K1 + 1) / (f + norm))
-        if not parts_s:
-            slots, scores = np.empty(0, np.int64), np.empty(0, np.float64)
-        elif len(parts_s) == 1:
-            slots, scores = parts_s[0], parts_v[0]
-        else:
-            uniq, inv = np.unique(np.concatenate(parts_s), return_inverse=True)
-            slots, scores = uniq, np.bincount(inv, weights=np.concatenate(parts_v))
-        self._memo = (key, slots, scores)
-        return slots, scores
+            total[hit] += idf * f * (K1 + 1) / (f + norm)
+            touched.append(hit)
+        if not touched:
+            slots = np.empty(0, dtype=np.int64)
+        elif len(touched) == 1:
+            slots = touched[0]
+        else:  # each slot once (O(n) over a bool array: cheaper than sorting the matches)
+            mark[np.concatenate(touched)] = True
+            slots = np.flatnonzero(mark)
+        self._memo = (key, slots, total)
+        return slots, total
 
     @staticmethod
     def _matches(
@@ -318,16 +387,14 @@ class HotScope:
             return None
         return s[keep], tf[keep].astype(np.float64)
 
-    def text_search(
-        self, terms: Sequence[str], limit: int, *, current_only: bool, allowed: Mapping[str, object] | None = None
-    ) -> list[tuple[str, float]]:
+    def text_search(self, terms: Sequence[str], limit: int, *, current_only: bool) -> list[tuple[str, float]]:
         """The best ``limit`` by BM25, ties to the older row; only current memories with ``current_only``."""
-        slots, scores = self._scored(terms)
+        slots, total = self._scored(terms)
         if current_only and len(slots):
-            keep = self._current.a[slots]
-            slots, scores = slots[keep], scores[keep]
+            slots = slots[self._current.a[slots]]
         if not len(slots) or limit <= 0:
             return []
+        scores = total[slots]
         if len(slots) > limit:
             # Everything scoring at least the limit-th best (ties at the edge included), then the exact order.
             edge = np.partition(scores, len(scores) - limit)[len(scores) - limit]
@@ -339,17 +406,12 @@ class HotScope:
 
     def text_scores(self, terms: Sequence[str], memory_ids: Sequence[str]) -> dict[str, float]:
         """The BM25 of each listed memory that matches (the others score nothing)."""
-        slots, scores = self._scored(terms)
-        if not len(slots):
-            return {}
-        wanted = [(mid, slot) for mid in memory_ids if (slot := self._slot_of_id.get(mid)) is not None]
-        if not wanted:
-            return {}
-        asked = np.fromiter((slot for _, slot in wanted), dtype=np.int64, count=len(wanted))
-        at = np.minimum(np.searchsorted(slots, asked), len(slots) - 1)  # slots are sorted (np.unique)
-        found = slots[at] == asked
+        _, total = self._scored(terms)
         out: dict[str, float] = {}
-        for (mid, _), i, ok in zip(wanted, at.tolist(), found.tolist(), strict=True):
-            if ok:
-                out[mid] = float(scores[i])
+        for mid in memory_ids:
+            slot = self._slot_of_id.get(mid)
+            if slot is not None and slot < len(total):
+                score = float(total[slot])
+                if score > 0.0:  # a match scores at least its IDF floor (1e-6) times a positive fraction
+                    out[mid] = score
         return out

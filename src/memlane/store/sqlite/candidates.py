@@ -26,23 +26,7 @@ class SQLiteCandidateIndex:
         none: Mapping[str, bool] = MappingProxyType({})
         with self._hot.using(user_id) as model:
             if model is not None:
-                asked = set(ents)
-                out: dict[str, CandidateFacts] = {}
-                for mid in memory_ids:
-                    row = model.row(mid)
-                    if row is not None:
-                        out[mid] = CandidateFacts(
-                            from_micros(row.ts),
-                            row.importance,
-                            row.session_id,
-                            row.position,
-                            None if row.event_time is None else from_micros(row.event_time),
-                            None if row.event_end is None else from_micros(row.event_end),
-                            row.category,
-                            row.intent,
-                            {e: s for e, s in row.entities.items() if e in asked} if asked and row.entities else none,
-                        )
-                return out
+                return model.facts(memory_ids, ents)
         involved: dict[str, dict[str, bool]] = {}
         if ents:
             for mid, ent, said_by in self._db.read_in(

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from memlane.enrich.entities import AliasRow, canonical
 from memlane.models import MemoryItem
 from memlane.store.sqlite.db import CHUNK, Database, marks
+from memlane.store.sqlite.hot_feed import HotScopes
 
 
 def write_entities(c: sqlite3.Connection, pk: int, item: MemoryItem) -> None:
@@ -41,6 +42,7 @@ class SQLiteEntityIndex:
     """Entity lookups for query planning."""
 
     _db: Database
+    _hot: HotScopes
 
     def entity_aliases(self, user_id: str) -> builtins.list[AliasRow]:
         rows = self._db.read("SELECT alias, canonical, kind, display FROM entities WHERE user_id = ?", (user_id,))
@@ -60,6 +62,9 @@ class SQLiteEntityIndex:
         wanted = list(dict.fromkeys(names))[:CHUNK]
         if not wanted:
             return []
+        with self._hot.using(user_id) as model:
+            if model is not None:
+                return model.speakers(wanted)
         rows = self._db.read(
             "SELECT DISTINCT entity FROM memory_entities WHERE user_id = ? AND said_by = 1 "
             f"AND entity IN ({marks(len(wanted))})",
@@ -71,6 +76,9 @@ class SQLiteEntityIndex:
         wanted = list(dict.fromkeys(names))[:CHUNK]
         if not wanted:
             return []
+        with self._hot.using(user_id) as model:
+            if model is not None:
+                return model.known_entities(wanted)
         rows = self._db.read(
             f"SELECT DISTINCT entity FROM memory_entities WHERE user_id = ? AND entity IN ({marks(len(wanted))})",
             (user_id, *wanted),
