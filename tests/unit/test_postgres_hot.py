@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import threading
 import uuid
+
 import psycopg
 import pytest
 
