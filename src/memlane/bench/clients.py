@@ -92,6 +92,61 @@ def _client(job: _Job, start: Any, out: Any) -> None:
         out.put(("error", f"{type(exc).__name__}: {exc}"))
 
 
+def _run(
+    target: str,
+    embedder: str,
+    users: Sequence[str],
+    texts: Sequence[str],
+    qs: Sequence[str],
+    size: int,
+    turns: int,
+    preset_name: str,
+    config: Config,
+    tracker: Tracker,
+) -> list[tuple[list[float], list[float], int, float, float]]:
+    """Fill the store, then run the clients at once; each client's (adds, searches, errors, start, end)."""
+    clients = len(users)
+    with Memory(target, embedder=embedder, config=config) as memory:
+        for b in range(0, size, FILL_BATCH):
+            chunk = range(b, min(b + FILL_BATCH, size))
+            memory.add(
+                [Message(role="user", content=texts[k], timestamp=_T0 + timedelta(minutes=k)) for k in chunk],
+                user_id=users[(b // FILL_BATCH) % clients],
+                session_id=f"s{b // FILL_BATCH}",
+            )
+            tracker.advance(len(chunk))
+    tracker.phase(f"clients {embedder} {size:,}: {clients} clients x {turns} chat turns", clients)
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Barrier(clients)
+    out = ctx.Queue()
+    procs = []
+    for c, user in enumerate(users):
+        mine = texts[size + c * turns : size + (c + 1) * turns]
+        job = _Job(target, embedder, user, mine, qs, preset_name)
+        proc = ctx.Process(target=_client, args=(job, start, out), daemon=True)
+        proc.start()
+        procs.append(proc)
+    results: list[tuple[list[float], list[float], int, float, float]] = []
+    try:
+        while len(results) < clients:
+            try:
+                kind, payload = out.get(timeout=5.0)
+            except queue.Empty:
+                if not any(p.is_alive() for p in procs):
+                    raise MemlaneError("benchmark clients died before reporting") from None
+                continue
+            if kind == "error":
+                raise MemlaneError(f"a benchmark client failed: {payload}")
+            results.append(payload)
+            tracker.advance()
+    finally:
+        for p in procs:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+    return results
+
+
 def clients_point(
     locomo: Path,
     memorybank: Path | None,
@@ -120,47 +175,13 @@ def clients_point(
         with Memory(target, embedder=embedder, config=config) as memory:
             if store is not None and memory.stats().memories:
                 raise ValidationError(f"the bench store {memory.stats().path} must be empty; it holds memories")
-            for b in range(0, size, FILL_BATCH):
-                chunk = range(b, min(b + FILL_BATCH, size))
-                memory.add(
-                    [Message(role="user", content=texts[k], timestamp=_T0 + timedelta(minutes=k)) for k in chunk],
-                    user_id=users[(b // FILL_BATCH) % clients],
-                    session_id=f"s{b // FILL_BATCH}",
-                )
-                tracker.advance(len(chunk))
-        tracker.phase(f"clients {embedder} {size:,}: {clients} clients x {turns} chat turns", clients)
-        ctx = multiprocessing.get_context("spawn")
-        start = ctx.Barrier(clients)
-        out = ctx.Queue()
-        procs = []
-        for c, user in enumerate(users):
-            mine = texts[size + c * turns : size + (c + 1) * turns]
-            job = _Job(target, embedder, user, mine, qs, preset_name)
-            proc = ctx.Process(target=_client, args=(job, start, out), daemon=True)
-            proc.start()
-            procs.append(proc)
-        results: list[tuple[list[float], list[float], int, float, float]] = []
         try:
-            while len(results) < clients:
-                try:
-                    kind, payload = out.get(timeout=5.0)
-                except queue.Empty:
-                    if not any(p.is_alive() for p in procs):
-                        raise MemlaneError("benchmark clients died before reporting") from None
-                    continue
-                if kind == "error":
-                    raise MemlaneError(f"a benchmark client failed: {payload}")
-                results.append(payload)
-                tracker.advance()
+            results = _run(target, embedder, users, texts, qs, size, turns, preset_name, config, tracker)
         finally:
-            for p in procs:
-                p.join(timeout=30)
-                if p.is_alive():
-                    p.kill()
-        if store is not None:
-            with Memory(target, embedder=embedder, config=config) as memory:
-                for user in users:
-                    memory.delete_all(user_id=user)
+            if store is not None:  # what the point wrote goes, whether it finished or not
+                with Memory(target, embedder=embedder, config=config) as memory:
+                    for user in users:
+                        memory.delete_all(user_id=user)
     adds = [x for r in results for x in r[0]]
     searches = [x for r in results for x in r[1]]
     seconds = max(r[4] for r in results) - min(r[3] for r in results)

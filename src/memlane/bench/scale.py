@@ -285,19 +285,10 @@ def run_scale(
                 memlane_point, locomo, memorybank, e, s, u, plan.queries, plan.preset, plan.store, tracker=tracker
             )
         )
-        if plan.clients > 1:
+        if plan.clients > 1:  # run from here: the clients are processes of their own (a child may not fork)
             report.clients.append(
-                run_isolated(
-                    clients_point,
-                    locomo,
-                    memorybank,
-                    e,
-                    s,
-                    plan.clients,
-                    plan.queries,
-                    plan.preset,
-                    plan.store,
-                    tracker=tracker,
+                clients_point(
+                    locomo, memorybank, e, s, plan.clients, plan.queries, plan.preset, plan.store, tracker=tracker
                 )
             )
         if on_point is not None:
