@@ -12,6 +12,7 @@ topic of their first label, so no topic's queries are on both sides.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from datetime import UTC, datetime
@@ -78,7 +79,9 @@ def topic_of(passage_id: str) -> str:
     return passage_id.rsplit("#", 1)[0]
 
 
+@functools.cache
 def _norm(text: str) -> str:
+    """Whitespace collapsed and case folded (cached: the same passages are compared with every query's answers)."""
     return " ".join(text.split()).lower()
 
 
