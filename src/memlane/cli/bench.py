@@ -1,4 +1,4 @@
-"""``memlane bench``: retrieval quality (LoCoMo, MemoryBank, dialogue queries), scale, peers, and the report."""
+"""``memlane bench``: retrieval quality (LoCoMo, MemoryBank, dialogue queries, technical), scale, peers, and the report."""
 
 from __future__ import annotations
 
@@ -560,6 +560,26 @@ def bench_dialogue(
     if quick:
         evalset = evalset.first_scopes(1, max_queries=25)
     _run_labelled("dialogue", evalset, config_names, split, embedder, json_out)
+
+
+@bench_app.command("technical")
+def bench_technical(
+    config_names: ConfigsOpt = None,
+    split: SetSplitOpt = "all",
+    embedder: EmbedderOpt = None,
+    json_out: JsonOpt = None,
+    quick: QuickOpt = False,
+) -> None:
+    """Error messages and how-to questions over the Python documentation topics, one passage per memory."""
+    from memlane.bench.technical import load_technical
+
+    try:
+        evalset = load_technical()
+    except MemlaneError as exc:
+        _fail(str(exc))
+    if quick:
+        evalset = evalset.first_scopes(1, max_queries=25)
+    _run_labelled("technical", evalset, config_names, split, embedder, json_out)
 
 
 @bench_app.command("load")

@@ -36,18 +36,20 @@ class SQLiteVectorIndex:
         if index is None or not len(index) or limit <= 0:
             return []
         q = np.asarray(query, dtype=np.float32).reshape(-1)
-        with self._hot.using(user_id) as model:
-            if only_current(filters):
-                # Superseded memories are few: leave them out of an unfiltered search.
+        # The index is searched outside the connection's lock (only what the model knows is read under it).
+        if only_current(filters):
+            # Superseded memories are few: leave them out of an unfiltered search.
+            with self._hot.using(user_id) as model:
                 stale = model.superseded_pks() if model is not None else superseded(self._db, user_id)[0]
-                hits = index.search(q, limit, excluded=stale)
-            elif is_empty(filters):
-                hits = index.search(q, limit)
-            else:
-                allowed = self._allowed_keys(user_id, filters)
-                if not allowed:
-                    return []
-                hits = index.search(q, limit, allowed=allowed)
+            hits = index.search(q, limit, excluded=stale)
+        elif is_empty(filters):
+            hits = index.search(q, limit)
+        else:
+            allowed = self._allowed_keys(user_id, filters)
+            if not allowed:
+                return []
+            hits = index.search(q, limit, allowed=allowed)
+        with self._hot.using(user_id) as model:
             if model is not None:
                 found = [(model.id_of_pk(h.key), h.score) for h in hits]
                 return [(mid, score) for mid, score in found if mid is not None]
