@@ -6,11 +6,15 @@ position). What is held, and within which tolerance:
 - dense: the same ranking of every memory and cosine similarities equal within 1e-5 (float32 vectors; pgvector and
   the SQLite store's index sum in different orders). Equal scores are ranked by (session, position) on both sides
   before comparing: the two backends break exact ties differently, and that order carries no meaning.
-- lexical: BM25 in SQL over the ``tsvector`` is FTS5's formula with its constants, the same Porter stemmer and
-  the previous turn at weight 0.4, so for a store with one user and words both analyses split alike (this corpus:
-  plain words of three letters or more) the scores are equal within 1e-6 relative and the rankings identical.
-  Where they differ, by design: PostgreSQL's statistics are per user (SQLite's span the file, so another user's
-  memories move a user's scores there, and never here: ``test_lexical_scores_ignore_other_users``); PostgreSQL's
+- lexical: for no filters or "current only" (what a search asks by default) both stores answer from the same
+  per-user read model (``memlane.store.hot``: FTS5's ``bm25()`` over the user's own memories, words analysed as
+  FTS5's porter unicode61), so rankings and scores agree by construction; that test now guards the wiring (both
+  stores route those searches to the model, and both models hold the same rows). What is still computed two ways is
+  the SQL path, taken for any other filter: BM25 over the ``tsvector`` in PostgreSQL and FTS5 in SQLite. Each is
+  held to its store's read model (``test_sql_bm25_agrees_with_the_read_model``): for a store with one user and words
+  both analyses split alike (this corpus: plain words of three letters or more) the scores are equal within 1e-6
+  relative and the rankings identical. Where they differ, by design: FTS5's statistics span the file (another
+  user's memories move a user's SQL-path scores in SQLite, never in the read model or in PostgreSQL); PostgreSQL's
   Porter stems words of one or two letters ("us" to "u") where FTS5 leaves them; its parser keeps e-mail
   addresses, URLs and decimal numbers whole where unicode61 splits them.
 - the fused search (default preset, every dimension): the same ranking of the top 20 (ties as above), scores
@@ -183,6 +187,24 @@ def test_lexical_rankings_and_bm25_scores_agree(pair: tuple[Memory, Memory]) -> 
         assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-6), query
         compared += len(a)
     assert compared > 50  # the corpus gives the queries plenty of matches to compare
+
+
+@pytest.mark.parametrize("side", [0, 1], ids=["sqlite-fts5", "postgres-tsvector"])
+def test_sql_bm25_agrees_with_the_read_model(pair: tuple[Memory, Memory], side: int) -> None:
+    """A filter the read model does not serve (superseded memories included) takes the SQL path: FTS5 in SQLite,
+    BM25 over the ``tsvector`` in PostgreSQL. Its ranking and scores are those of the read model.
+    """
+    memory = pair[side]
+    ingest(memory)
+    compared = 0
+    for query in QUERIES:
+        terms = query_terms(query)
+        model = memory._store.text_search("maya", terms, None, Filters())
+        sql = memory._store.text_search("maya", terms, None, Filters(include_superseded=True))
+        assert [i for i, _ in model] == [i for i, _ in sql], query
+        assert [s for _, s in model] == pytest.approx([s for _, s in sql], rel=1e-6), query
+        compared += len(model)
+    assert compared > 50
 
 
 def test_text_scores_are_the_search_scores_of_the_given_memories(pair: tuple[Memory, Memory]) -> None:

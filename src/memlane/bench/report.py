@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from memlane.bench.ablation import AblationReport, render_ablation
+from memlane.bench.clients import clients_table
 from memlane.bench.locomo import KS, LocomoReport, comparison_table, quality_table, read_text
 from memlane.bench.peers import PeersReport, missing, quality_rows, speed_rows
 from memlane.bench.scale import ScalePoint, ScaleReport, points_table
@@ -282,6 +283,17 @@ def _locomo_section(rep: LocomoReport, md: Path, img: Path) -> list[str]:
 
 def _scale_section(reps: Sequence[ScaleReport], md: Path, img: Path) -> list[str]:
     points = sorted((p for r in reps for p in r.points), key=lambda p: (p.embedder != "minilm", p.users, p.size))
+    concurrent = [c for r in reps for c in r.clients]
+    clients = (
+        [
+            "Concurrent clients (each its own process and user: add one message, then search):",
+            "",
+            *clients_table(concurrent),
+            "",
+        ]
+        if concurrent
+        else []
+    )
     return [
         "## Scale",
         "",
@@ -294,6 +306,7 @@ def _scale_section(reps: Sequence[ScaleReport], md: Path, img: Path) -> list[str
         "",
         f"![latency and ingest against corpus size]({_link(img, md, 'scale_latency.png')})",
         "",
+        *clients,
     ]
 
 

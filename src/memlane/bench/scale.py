@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from memlane.bench.clients import ClientsPoint, clients_point, clients_table
 from memlane.bench.common import Tracker, current_rss_mb, dir_size_bytes, machine, peak_rss_mb, run_isolated
 from memlane.bench.corpus import corpus, load_seeds, queries
 from memlane.bench.metrics import percentile
@@ -72,6 +73,7 @@ class ScaleReport(BaseModel):
     machine: str
     corpus: str
     points: list[ScalePoint]
+    clients: list[ClientsPoint] = Field(default_factory=list, description="Concurrent-client points (--clients)")
 
 
 def parse_max_sizes(values: Sequence[str] | None) -> dict[str, int]:
@@ -96,6 +98,7 @@ class ScalePlan:
     queries: int
     preset: str | None = None
     store: str | None = None  # a store URL measured instead of a temporary SQLite file (it must start empty)
+    clients: int = 1  # above 1: each point also runs that many concurrent chat clients (memlane.bench.clients)
 
     @classmethod
     def build(
@@ -109,6 +112,7 @@ class ScalePlan:
         quick: bool = False,
         preset: str | None = None,
         store: str | None = None,
+        clients: int = 1,
     ) -> ScalePlan:
         """A plan from CLI options; ``quick`` shrinks the defaults to 1,000 memories, 1 and 100 users, 50 queries."""
         if quick:
@@ -123,9 +127,10 @@ class ScalePlan:
             queries=queries,
             preset=preset,
             store=store,
+            clients=clients,
         )
-        if min(plan.sizes) < 1 or min(plan.users) < 1 or plan.queries < 1:
-            raise ConfigError("sizes, users and queries must be positive")
+        if min(plan.sizes) < 1 or min(plan.users) < 1 or plan.queries < 1 or plan.clients < 1:
+            raise ConfigError("sizes, users, queries and clients must be positive")
         return plan
 
     def points(self) -> list[tuple[str, int, int]]:
@@ -280,6 +285,12 @@ def run_scale(
                 memlane_point, locomo, memorybank, e, s, u, plan.queries, plan.preset, plan.store, tracker=tracker
             )
         )
+        if plan.clients > 1:  # run from here: the clients are processes of their own (a child may not fork)
+            report.clients.append(
+                clients_point(
+                    locomo, memorybank, e, s, plan.clients, plan.queries, plan.preset, plan.store, tracker=tracker
+                )
+            )
         if on_point is not None:
             on_point(report)
     return report
@@ -304,4 +315,8 @@ def points_table(points: Sequence[ScalePoint]) -> list[str]:
 
 def render_scale(report: ScaleReport) -> str:
     """A Markdown summary of a scale run."""
-    return "\n".join([f"scale run on {report.machine}", "", *points_table(report.points)])
+    lines = [f"scale run on {report.machine}", "", *points_table(report.points)]
+    if report.clients:
+        lines += ["", "Concurrent clients (each its own process and user: add one message, then search):", ""]
+        lines += clients_table(report.clients)
+    return "\n".join(lines)

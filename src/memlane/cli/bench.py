@@ -289,6 +289,10 @@ def bench_scale(
         str | None,
         typer.Option("--store", help="An empty store URL to measure (e.g. postgresql://...). Default: SQLite files."),
     ] = None,
+    clients: Annotated[
+        int,
+        typer.Option("--clients", help="Also run N concurrent client processes of the chat workload per point."),
+    ] = 1,
 ) -> None:
     """Ingest items/s, search p50/p95/p99 (alone, and right after an add), peak RSS and disk against size and users."""
     from memlane.bench.locomo import write_json
@@ -304,6 +308,7 @@ def bench_scale(
             quick=quick,
             preset=preset,
             store=store,
+            clients=clients,
         )
         command = _command("scale")
 

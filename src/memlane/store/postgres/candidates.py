@@ -9,17 +9,19 @@ from types import MappingProxyType
 
 from memlane.models import Filters
 from memlane.store.postgres.db import Database
+from memlane.store.postgres.hot_feed import HotScopes
 from memlane.store.postgres.rows import filter_sql
 from memlane.store.records import CandidateFacts, Position
-from memlane.store.sqlite.rows import from_micros
+from memlane.store.sqlite.rows import from_micros, is_empty, only_current
 
 _NONE: Mapping[str, bool] = MappingProxyType({})
 
 
 class PostgresCandidateIndex:
-    """Per-pool lookups, one query each whatever the dimensions engaged."""
+    """Per-pool lookups: from the user's read model (``hot_feed``) outside a transaction, else one query each."""
 
     _db: Database
+    _hot: HotScopes
 
     def candidate_facts(
         self, user_id: str, memory_ids: Sequence[str], entities: Sequence[str] = ()
@@ -27,6 +29,9 @@ class PostgresCandidateIndex:
         if not memory_ids:
             return {}
         ents = list(dict.fromkeys(entities))
+        with self._hot.using(user_id) as model:
+            if model is not None:
+                return model.facts(memory_ids, ents)
         rows = self._db.read(
             "SELECT m.id, m.ts, m.importance, m.session_id, m.position, m.event_time, m.event_end, m.category, "
             "m.intent, (SELECT array_agg(e.entity || CASE WHEN e.said_by THEN '+' ELSE '-' END) FROM memory_entities e "
@@ -52,6 +57,9 @@ class PostgresCandidateIndex:
     def neighbours(self, user_id: str, memory_ids: Sequence[str], width: int) -> dict[str, Position]:
         if not memory_ids:
             return {}
+        with self._hot.using(user_id) as model:
+            if model is not None:
+                return {k: Position(s, p) for k, (s, p) in model.neighbours(memory_ids, width).items()}
         rows = self._db.read(
             "SELECT DISTINCT n.id, n.session_id, n.position FROM memories m JOIN memories n "
             "ON n.user_id = m.user_id AND n.session_id IS NOT DISTINCT FROM m.session_id "
@@ -63,8 +71,14 @@ class PostgresCandidateIndex:
         return {str(nid): Position(session, int(position)) for nid, session, position in rows}
 
     def matching(self, user_id: str, memory_ids: Sequence[str], filters: Filters) -> set[str]:
+        if is_empty(filters) or not memory_ids:
+            return set(memory_ids)
+        if only_current(filters):
+            with self._hot.using(user_id) as model:
+                if model is not None:
+                    return model.current(memory_ids)
         where, params = filter_sql(filters)
-        if where == "true" or not memory_ids:
+        if where == "true":
             return set(memory_ids)
         rows = self._db.read(
             f"SELECT m.id FROM memories m WHERE m.user_id = %s AND m.id = ANY(%s) AND {where}",

@@ -45,6 +45,21 @@ def redact(url: str) -> str:
     return f"{scheme}{sep}{auth.split(':', 1)[0]}:***@{host}"
 
 
+class _Commits:
+    """Commits of memlane transactions in this process (any ``Database``): the read models' cheap "anything new?"."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def bump(self) -> None:
+        with self._lock:
+            self.count += 1
+
+
+COMMITS: Final = _Commits()
+
+
 def _confine(conn: psycopg.Connection[Any], scope: str | None) -> None:
     """Row-level security for the rest of this transaction: only rows of user ``scope`` (defence in depth: every
     query names its user anyway). Enforced for roles that are not superusers and do not bypass it.
@@ -60,6 +75,8 @@ class Database:
         self.location = location
         self.ef_search = ef_search
         self._local = threading.local()
+        #: Queries sent through ``read`` (each one or more round trips), for benchmarks counting a search's reads.
+        self.reads = 0
         try:
             with psycopg.connect(conninfo, autocommit=True) as conn:
                 self._migrate(conn)
@@ -110,12 +127,17 @@ class Database:
                 conn.execute(sql.encode())  # several statements: the simple query protocol (no parameters)
                 conn.execute("INSERT INTO migrations VALUES (%s, now())", (name,))
 
+    def in_transaction(self) -> bool:
+        """Whether this thread is inside a transaction of this database."""
+        return getattr(self._local, "conn", None) is not None
+
     @contextlib.contextmanager
-    def atomic(self, scope: str | None = None) -> Iterator[psycopg.Connection[Any]]:
+    def atomic(self, scope: str | None = None, *, unseen: bool = False) -> Iterator[psycopg.Connection[Any]]:
         """A transaction (a savepoint when nested in this thread's): all of it commits, or none of it.
 
         With ``scope`` (a user id) row-level security confines the transaction to that user's rows. Driver errors
-        leave as ``StoreError``s (translated once, here); memlane's own errors pass unchanged.
+        leave as ``StoreError``s (translated once, here); memlane's own errors pass unchanged. ``unseen``: the
+        transaction changes nothing a read model holds (access counts), so its commit need not make models check.
         """
         held: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
         try:
@@ -130,6 +152,8 @@ class Database:
                     yield conn
                 finally:
                     self._local.conn = None
+            if not unseen:
+                COMMITS.bump()
         except psycopg.Error as exc:
             raise translate(exc, self.location) from exc
 
@@ -156,8 +180,21 @@ class Database:
 
     def read(self, sql: str, params: Sequence[Any] | dict[str, Any] = (), *, scope: str | None = None) -> list[Any]:
         """All rows of one query (confined to the user ``scope`` by row-level security when given)."""
-        with self.reading(scope) as c:
-            return c.execute(sql.encode(), params).fetchall()
+        self.reads += 1
+        if scope is None or getattr(self._local, "conn", None) is not None:
+            with self.reading(scope) as c:
+                return c.execute(sql.encode(), params).fetchall()
+        # One round trip: the confinement and the query leave together, ended by one Sync. Statements between two
+        # Syncs form one implicit transaction, so the confinement (local to the transaction) holds for the query and
+        # ends with it. (A BEGIN ... COMMIT around them took five round trips.)
+        try:
+            with self.pool.connection() as conn:
+                with conn.pipeline():
+                    _confine(conn, scope)
+                    cur = conn.execute(sql.encode(), params)
+                return cur.fetchall()
+        except psycopg.Error as exc:
+            raise translate(exc, self.location) from exc
 
     def size_bytes(self) -> int:
         return int(self.read("SELECT pg_database_size(current_database())")[0][0])

@@ -11,6 +11,7 @@ import psycopg
 from memlane.enrich.entities import AliasRow, canonical
 from memlane.models import MemoryItem
 from memlane.store.postgres.db import Database
+from memlane.store.postgres.hot_feed import HotScopes
 from memlane.store.postgres.rows import run
 
 
@@ -50,6 +51,7 @@ class PostgresEntityIndex:
     """Entity lookups for query planning."""
 
     _db: Database
+    _hot: HotScopes
 
     def entity_aliases(self, user_id: str) -> builtins.list[AliasRow]:
         rows = self._db.read(
@@ -72,6 +74,9 @@ class PostgresEntityIndex:
         wanted = list(dict.fromkeys(names))
         if not wanted:
             return []
+        with self._hot.using(user_id) as model:
+            if model is not None:
+                return model.speakers(wanted)
         rows = self._db.read(
             "SELECT DISTINCT entity FROM memory_entities WHERE user_id = %s AND said_by AND entity = ANY(%s)",
             (user_id, wanted),
@@ -83,6 +88,9 @@ class PostgresEntityIndex:
         wanted = list(dict.fromkeys(names))
         if not wanted:
             return []
+        with self._hot.using(user_id) as model:
+            if model is not None:
+                return model.known_entities(wanted)
         rows = self._db.read(
             "SELECT DISTINCT entity FROM memory_entities WHERE user_id = %s AND entity = ANY(%s)",
             (user_id, wanted),

@@ -355,4 +355,64 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         END $do$
         """,
     ),
+    (
+        # The change log of the per-user read models (store/postgres/hot_feed.py): a row per memory inserted or
+        # deleted, per change of a column the read path uses (the text and index text, kind, session, position, time,
+        # importance, event times, labels, validity) and per change of its entity links, written by the transaction
+        # of the change, whoever wrote it. ``xid`` is that transaction's id: entries become visible in commit order,
+        # not in ``seq`` order, and a reader replays by transaction id (see hot_feed). The floor is the transaction
+        # id below which a user's entries may have been pruned.
+        "0006_fact_log",
+        """
+        CREATE TABLE fact_log (
+            seq     BIGSERIAL PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            pk      BIGINT NOT NULL,
+            xid     BIGINT NOT NULL DEFAULT (pg_current_xact_id()::text::bigint)
+        );
+        CREATE INDEX fact_log_user_xid ON fact_log (user_id, xid);
+        CREATE TABLE fact_log_floor (
+            user_id TEXT PRIMARY KEY,
+            xid     BIGINT NOT NULL
+        );
+        CREATE FUNCTION memlane_fact_log() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'DELETE' THEN
+                INSERT INTO fact_log (user_id, pk) VALUES (OLD.user_id, OLD.pk);
+            ELSE
+                INSERT INTO fact_log (user_id, pk) VALUES (NEW.user_id, NEW.pk);
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER memories_fact_insert AFTER INSERT OR DELETE ON memories
+            FOR EACH ROW EXECUTE FUNCTION memlane_fact_log();
+        CREATE TRIGGER memories_fact_update AFTER UPDATE OF
+            text, body, kind, session_id, position, ts, importance, event_time, event_end, category, intent,
+            valid_until ON memories
+            FOR EACH ROW WHEN (
+                old.text IS DISTINCT FROM new.text OR old.body IS DISTINCT FROM new.body
+                OR old.kind IS DISTINCT FROM new.kind OR old.session_id IS DISTINCT FROM new.session_id
+                OR old.position IS DISTINCT FROM new.position OR old.ts IS DISTINCT FROM new.ts
+                OR old.importance IS DISTINCT FROM new.importance OR old.event_time IS DISTINCT FROM new.event_time
+                OR old.event_end IS DISTINCT FROM new.event_end OR old.category IS DISTINCT FROM new.category
+                OR old.intent IS DISTINCT FROM new.intent
+                OR (old.valid_until IS NULL) IS DISTINCT FROM (new.valid_until IS NULL)
+            ) EXECUTE FUNCTION memlane_fact_log();
+        CREATE TRIGGER memory_entities_fact AFTER INSERT OR UPDATE OR DELETE ON memory_entities
+            FOR EACH ROW EXECUTE FUNCTION memlane_fact_log();
+        DO $do$
+        DECLARE t text;
+        BEGIN
+            FOREACH t IN ARRAY ARRAY['fact_log', 'fact_log_floor'] LOOP
+                EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
+                EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
+                EXECUTE format(
+                    'CREATE POLICY memlane_scope ON %I USING '
+                    '(coalesce(current_setting(''memlane.scope'', true), '''') IN ('''', user_id))',
+                    t
+                );
+            END LOOP;
+        END $do$
+        """,
+    ),
 )

@@ -14,6 +14,7 @@ from memlane.store.postgres.entities import PostgresEntityIndex
 from memlane.store.postgres.feedback import PostgresFeedback
 from memlane.store.postgres.graph import PostgresGraph
 from memlane.store.postgres.history import PostgresHistory
+from memlane.store.postgres.hot_feed import HotScopes
 from memlane.store.postgres.queue import PostgresJobQueue
 from memlane.store.postgres.reads import PostgresReads
 from memlane.store.postgres.security import PostgresSecurity
@@ -70,6 +71,7 @@ class PostgresStore(
         conninfo = urlunsplit(parts._replace(query=urlencode(options)))
         self._location = redact(url)
         self._db = Database(conninfo, location=self._location, pool_size=pool_size, ef_search=ef_search)
+        self._hot = HotScopes(self._db)
 
     @property
     def read_only(self) -> bool:

@@ -1,13 +1,20 @@
-"""The lexical dimension in PostgreSQL: BM25 computed in SQL over the generated ``tsvector`` column (GIN index keyed
-by user), top-k inside the database; and the previous turn's words kept beside each turn (the ``ctx`` column).
+"""The lexical dimension in PostgreSQL: BM25 from each user's read model, or computed in SQL over the generated
+``tsvector`` column (GIN index keyed by user) for the filters the model does not serve; and the previous turn's
+words kept beside each turn (the ``ctx`` column).
+
+Which analysis a search uses: with no filters or "current only" (a search's default) the read model answers
+(``memlane.store.hot``, kept current by ``hot_feed``), with words analysed as SQLite's FTS5 ``porter unicode61``
+does (PyStemmer's Porter): the same scores as the SQLite store for the same memories, without a round trip. Any
+other filter (a session, a kind, a time range, superseded memories) takes the SQL below, with PostgreSQL's own
+analysis (its parser and its Snowball ``porter`` stemmer, the same algorithm): equal to the model's for plain words;
+it differs for words of one or two letters and for addresses, URLs and decimals, which the two parsers split
+differently (``tests/contract/test_congruence.py`` holds both paths to each other).
 
 Why BM25 and not ``ts_rank_cd``: ``ts_rank_cd`` has no inverse document frequency (a match on a word every memory
 has counts as much as one on a rare name) and saturates differently, so fused rankings would drift from the SQLite
 store's. The score here is FTS5's ``bm25()`` formula with its constants (k1 = 1.2, b = 0.75, the context column at
-weight 0.4, IDF floored at 1e-6) over per-user statistics (``text_stats``, kept by a trigger): the same number SQLite
-gives whenever the two analyse the words alike and the store holds one user (SQLite's statistics span every user of
-the file; here a user's scores never depend on another user's memories). Snowball English stemming here against
-FTS5's Porter, and PostgreSQL's word splitter against unicode61, make the rest of the difference.
+weight 0.4, IDF floored at 1e-6) over per-user statistics (``text_stats``, kept by a trigger): one user's scores
+never depend on another user's memories.
 """
 
 from __future__ import annotations
@@ -20,7 +27,9 @@ import psycopg
 
 from memlane.models import Filters, MemoryItem, MemoryKind
 from memlane.store.postgres.db import Database
+from memlane.store.postgres.hot_feed import HotScopes
 from memlane.store.postgres.rows import filter_sql, run
+from memlane.store.sqlite.rows import is_empty, only_current
 
 # FTS5's bm25() constants, and the weight of the previous turn's words (as CONTEXT_WEIGHT in the SQLite store).
 K1: Final = 1.2
@@ -111,15 +120,24 @@ def refresh_next_context(c: psycopg.Connection[Any], turn: tuple[str, str | None
 
 
 class PostgresTextIndex:
-    """BM25 in SQL, confined to a user by the index key and every query's condition."""
+    """BM25 over one user's memories: from the user's read model (``hot_feed``) when the filters are none or
+    "current only" (its words analysed as FTS5's porter unicode61, as in the SQLite store), else in SQL over the
+    ``tsvector``, confined to the user by the index key and every query's condition.
+    """
 
     _db: Database
+    _hot: HotScopes
 
     def text_search(
         self, user_id: str, terms: Sequence[str], limit: int | None, filters: Filters
     ) -> builtins.list[tuple[str, float]]:
         if not terms or (limit is not None and limit <= 0):
             return []
+        if is_empty(filters) or only_current(filters):
+            with self._hot.using(user_id) as model:
+                if model is not None:
+                    cap = len(model) if limit is None else int(limit)
+                    return model.text_search(terms, cap, current_only=not is_empty(filters))
         where, wparams = filter_sql(filters)
         params = _params(user_id, terms, wparams)
         tail = "ORDER BY s DESC, m.pk"
@@ -134,6 +152,11 @@ class PostgresTextIndex:
     ) -> dict[str, float]:
         if not terms or not memory_ids:
             return {}
+        if is_empty(filters) or only_current(filters):
+            with self._hot.using(user_id) as model:
+                if model is not None:
+                    ids = model.current(memory_ids) if only_current(filters) else memory_ids
+                    return model.text_scores(terms, [m for m in memory_ids if m in ids])
         where, wparams = filter_sql(filters)
         params = _params(user_id, terms, wparams)
         params["ids"] = list(dict.fromkeys(memory_ids))

@@ -24,6 +24,7 @@ from memlane.store.postgres.db import Database
 from memlane.store.postgres.entities import write_aliases, write_entities
 from memlane.store.postgres.graph import write_relations
 from memlane.store.postgres.history import erase_text, log_event
+from memlane.store.postgres.hot_feed import HotScopes
 from memlane.store.postgres.rows import run
 from memlane.store.postgres.text import previous_turn, refresh_next_context, turn_of
 from memlane.store.postgres.validity import forget_links, mark_contradicted
@@ -128,6 +129,7 @@ class PostgresWrites:
     """Inserts, updates, deletes and access counts."""
 
     _db: Database
+    _hot: HotScopes
 
     def insert(
         self,
@@ -268,12 +270,22 @@ class PostgresWrites:
                 "text_stats",
             ):
                 run(c, f"DELETE FROM {table} WHERE user_id = %s", (user_id,))
+            # Another process's read model of this user must rebuild (not replay a log that no longer holds the
+            # deletes): the floor moves past this transaction, then the user's log goes.
+            run(
+                c,
+                "INSERT INTO fact_log_floor AS f VALUES (%s, pg_current_xact_id()::text::bigint + 1) "
+                "ON CONFLICT (user_id) DO UPDATE SET xid = excluded.xid WHERE excluded.xid > f.xid",
+                (user_id,),
+            )
+            run(c, "DELETE FROM fact_log WHERE user_id = %s", (user_id,))
+        self._hot.forget(user_id)
         return n
 
     def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None:
         if not memory_ids:
             return
-        with self._db.atomic(user_id) as c:
+        with self._db.atomic(user_id, unseen=True) as c:  # no read model holds access counts
             run(
                 c,
                 "UPDATE memories SET access_count = access_count + 1, last_accessed = %s "
