@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,54 @@ def test_entity_links_changed_later_reach_the_model(tmp_path: Path, config: Conf
         facts = store.candidate_facts("u", [mid], ["lena"])
         assert facts[mid].entities == {"lena": False}
         _assert_current(m, "u")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bulk_and_one_by_one_building_agree(seed: int) -> None:
+    """A model built from one large batch (grouped postings) answers exactly as one fed row by row, including
+    turns whose body carries the speaker's name or a caption, replaced rows and removals.
+    """
+    rng = random.Random(seed)
+    rows: list[HotRow] = []
+    for pk in range(1, 700):
+        text = _text(rng)
+        kind = rng.choice(["message", "message", "message", "fact"])
+        speaker = rng.choice(["Jonas", "Maya", ""])
+        body = rng.choice([text, f"{speaker}: {text}", f"{text} [photo: {_text(rng)}]"])
+        rows.append(
+            HotRow(
+                pk=pk,
+                id=f"m{pk}",
+                kind=kind,
+                session_id=rng.choice(["s0", "s1"]),
+                position=pk if kind == "message" else None,
+                ts=pk * 1_000_000,
+                importance=rng.random(),
+                event_time=None,
+                event_end=None,
+                category=None,
+                intent=None,
+                current=rng.random() > 0.1,
+                body=body,
+                text=text,
+                entities={"jonas": True} if speaker == "Jonas" else {},
+            )
+        )
+    bulk, single = HotScope(), HotScope()
+    bulk.apply(rows)
+    for row in rows:
+        single.apply([row])
+    ids = sorted(_snapshot(single))
+    assert _snapshot(bulk) == _snapshot(single)
+    assert _rounded(_answers(bulk, ids)) == _rounded(_answers(single, ids))
+    # A second large batch replaces held rows (new words, now current), after removals.
+    changed = [replace(r, body=r.body + " tomato", text=r.text + " tomato", current=True) for r in rng.sample(rows, 40)]
+    batch = changed + rng.sample(rows, 300)
+    gone = [r.pk for r in rng.sample(rows, 30)]
+    bulk.apply(batch, removed=gone)
+    single.apply([], removed=gone)
+    for row in batch:
+        single.apply([row])
+    ids = sorted(_snapshot(single))
+    assert _snapshot(bulk) == _snapshot(single)
+    assert _rounded(_answers(bulk, ids)) == _rounded(_answers(single, ids))

@@ -19,6 +19,7 @@ from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
 from typing import Final
 
 import numpy as np
@@ -40,6 +41,10 @@ B: Final = 0.75
 CONTEXT_WEIGHT: Final = 0.4
 
 
+#: The entity links of a memory that has none (shared: most rows have none).
+NO_ENTITIES: Final[Mapping[str, bool]] = MappingProxyType({})
+
+
 @dataclass(frozen=True, slots=True)
 class HotRow:
     """What the read model holds of one memory (times in microseconds, as stored)."""
@@ -58,7 +63,7 @@ class HotRow:
     current: bool
     body: str  # the indexed text (the speaker's name before a turn, a photo's caption after it)
     text: str  # the memory's own text: what the next turn indexes as its context
-    entities: Mapping[str, bool] = field(default_factory=dict)  # entity -> whether this memory's speaker is it
+    entities: Mapping[str, bool] = field(default_factory=lambda: NO_ENTITIES)  # entity -> said by it
 
 
 class _Grow:
@@ -73,6 +78,71 @@ class _Grow:
             bigger = np.full(max(n, 2 * len(self.a)), self.fill, dtype=self.a.dtype)
             bigger[: len(self.a)] = self.a
             self.a = bigger
+
+
+def _without_text(row: HotRow) -> HotRow:
+    """The row as the model keeps it (positional: ``dataclasses.replace`` costs five times as much)."""
+    if not row.body and not row.text:
+        return row
+    return HotRow(
+        row.pk,
+        row.id,
+        row.kind,
+        row.session_id,
+        row.position,
+        row.ts,
+        row.importance,
+        row.event_time,
+        row.event_end,
+        row.category,
+        row.intent,
+        row.current,
+        "",
+        "",
+        row.entities,
+    )
+
+
+#: A batch of at least this many rows is entered in bulk (``HotScope._add_many``).
+BULK = 256
+
+
+def _terms(row: HotRow) -> tuple[list[str], list[str] | None]:
+    """The terms of a row's indexed body, and of its text when it is a turn (the next turn's context). The body is
+    usually the text with the speaker's name before it (or a caption after it): its text's terms are reused.
+    """
+    if row.kind != "message" or row.position is None:
+        return tokens(row.body), None
+    text = tokens(row.text)
+    body = row.body
+    if body == row.text:
+        return text, text
+    if row.text and body.endswith(row.text):
+        head = body[: -len(row.text)]
+        if not head or not (head[-1].isalnum() or row.text[0].isalnum()):
+            return tokens(head) + text, text
+    return tokens(body), text
+
+
+def _post_many(postings: dict[str, tuple[array[int], array[float]]], terms: list[str], slots: list[int]) -> None:
+    """Append the term counts of many slots (``terms[i]`` occurs in ``slots[i]``; slots ascending) to ``postings``."""
+    if not terms:
+        return
+    names = list(dict.fromkeys(terms))
+    vocab = dict(zip(names, range(len(names)), strict=True))
+    ids = np.fromiter(map(vocab.__getitem__, terms), dtype=np.int64, count=len(terms))
+    slot_of = np.asarray(slots, dtype=np.int64)
+    span = int(slot_of.max()) + 1
+    pairs, counts = np.unique(ids * span + slot_of, return_counts=True)  # by term, then slot
+    term_of, slot_col = np.divmod(pairs, span)
+    cuts = np.flatnonzero(np.diff(term_of)) + 1
+    for lo, hi in zip(np.concatenate([[0], cuts]).tolist(), np.concatenate([cuts, [len(pairs)]]).tolist(), strict=True):
+        t = names[int(term_of[lo])]
+        post = postings.get(t)
+        if post is None:
+            post = postings[t] = (array("q"), array("f"))
+        post[0].frombytes(slot_col[lo:hi].astype(np.int64).tobytes())
+        post[1].frombytes(counts[lo:hi].astype(np.float32).tobytes())
 
 
 def _post(postings: dict[str, tuple[array[int], array[float]]], slot: int, terms: list[str]) -> int:
@@ -124,27 +194,61 @@ class HotScope:
         """Remove ``removed`` (row keys), then put ``rows`` (a row already held is replaced)."""
         for pk in removed:
             self._remove(pk)
-        for row in rows:
-            self._remove(row.pk)
-            self._add(row)
+        batch = rows if isinstance(rows, list) else list(rows)
+        if len(batch) >= BULK:
+            self._add_many(batch)
+        else:
+            for row in batch:
+                self._remove(row.pk)
+                self._add(row)
         self._stats = None
         self._memo = None
         if self._dead > max(1_000, self._live):
             self._compact()
 
     def _add(self, row: HotRow) -> None:
-        slot = len(self.rows)
-        self.rows.append(row)
+        slot = self._place(row)
+        own, ctx = _terms(row)
+        self._length.a[slot] = _post(self._postings, slot, own)
+        if ctx is not None:
+            self._ctx_length.a[slot] = _post(self._ctx_postings, slot, ctx)
+
+    def _add_many(self, rows: list[HotRow]) -> None:
+        """Put many rows at once: the postings are grouped by term in numpy, not appended one by one."""
+        own_terms: list[str] = []
+        own_slots: list[int] = []
+        ctx_terms: list[str] = []
+        ctx_slots: list[int] = []
+        need = len(self.rows) + len(rows)
         for g in (self._alive, self._current, self._length, self._ctx_length, self._prev, self._next, self._pk):
-            g.ensure(slot + 1)
+            g.ensure(need)
+        for row in rows:
+            self._remove(row.pk)
+            slot = self._place(row)
+            own, ctx = _terms(row)
+            self._length.a[slot] = len(own)
+            own_terms.extend(own)
+            own_slots.extend([slot] * len(own))
+            if ctx is not None:
+                self._ctx_length.a[slot] = len(ctx)
+                ctx_terms.extend(ctx)
+                ctx_slots.extend([slot] * len(ctx))
+        _post_many(self._postings, own_terms, own_slots)
+        _post_many(self._ctx_postings, ctx_terms, ctx_slots)
+
+    def _place(self, row: HotRow) -> int:
+        """Give ``row`` a slot and enter everything of it but its postings; the slot."""
+        slot = len(self.rows)
+        # The model keeps no text: the words live on in the postings only (and only in memory).
+        self.rows.append(_without_text(row))
+        if slot >= len(self._pk.a):
+            for g in (self._alive, self._current, self._length, self._ctx_length, self._prev, self._next, self._pk):
+                g.ensure(slot + 1)
         self._slot_of_pk[row.pk] = slot
         self._slot_of_id[row.id] = slot
         self._alive.a[slot] = True
         self._current.a[slot] = row.current
         self._pk.a[slot] = row.pk
-        self._length.a[slot] = _post(self._postings, slot, tokens(row.body))
-        if row.kind == "message" and row.position is not None:
-            self._ctx_length.a[slot] = _post(self._ctx_postings, slot, tokens(row.text))
         if row.position is not None:
             self._at.setdefault((row.session_id, row.position), []).append(slot)
         if row.kind == "message" and row.position is not None:
@@ -163,6 +267,7 @@ class HotScope:
             if said:
                 self._said[entity] = self._said.get(entity, 0) + 1
         self._live += 1
+        return slot
 
     def _remove(self, pk: int) -> None:
         slot = self._slot_of_pk.pop(pk, None)

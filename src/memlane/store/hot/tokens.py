@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import Final
 
 import Stemmer
@@ -28,15 +27,27 @@ def _plain(text: str) -> str:
     return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
 
 
-@lru_cache(maxsize=100_000)
+class _Stems(dict[str, str]):
+    """Word -> term, filled on first sight; looked up in C by ``map`` (a vocabulary is small, words repeat a lot)."""
+
+    def __missing__(self, word: str) -> str:
+        term = word if len(word) < 3 else _STEMMER.stemWord(word)
+        if len(self) < 200_000:  # bounded: rare words past that are stemmed each time
+            self[word] = term
+        return term
+
+
+_STEMS: Final = _Stems()
+
+
 def stem(word: str) -> str:
     """The index term of one lower-cased, diacritic-free word."""
-    return word if len(word) < 3 else _STEMMER.stemWord(word)
+    return _STEMS[word]
 
 
 def tokens(text: str) -> list[str]:
     """Every index term of ``text`` in order (repeats kept: they are the term frequencies)."""
-    return [stem(w) for w in _WORD.findall(_plain(text))]
+    return list(map(_STEMS.__getitem__, _WORD.findall(_plain(text))))
 
 
 def query_tokens(terms: Iterable[str]) -> list[str]:

@@ -28,7 +28,7 @@ from types import MappingProxyType
 
 from memlane.store.hot import cache
 from memlane.store.hot.cache import Changes
-from memlane.store.hot.scope import HotRow
+from memlane.store.hot.scope import NO_ENTITIES, HotRow
 from memlane.store.postgres.db import COMMITS, Database
 
 #: The log of a user is pruned once it spans this many transaction ids past the floor.
@@ -49,7 +49,7 @@ def _row(r: Sequence[object]) -> HotRow:
     entities = (
         MappingProxyType({str(e)[:-1]: str(e).endswith("+") for e in links})  # type: ignore[attr-defined]
         if links
-        else MappingProxyType({})
+        else NO_ENTITIES
     )
     return HotRow(
         int(r[0]),  # type: ignore[call-overload]

@@ -15,7 +15,7 @@ from collections.abc import Hashable, Sequence
 
 from memlane.store.hot import cache
 from memlane.store.hot.cache import Changes
-from memlane.store.hot.scope import HotRow
+from memlane.store.hot.scope import NO_ENTITIES, HotRow
 from memlane.store.sqlite.db import Database
 
 #: The log of a user is pruned (up to what this process applied) once it holds this many entries more than the floor.
@@ -45,7 +45,7 @@ def hot_row(r: Sequence[object], entities: dict[int, dict[str, bool]]) -> HotRow
         bool(r[11]),
         str(r[12]),
         str(r[13]),
-        entities.get(int(r[0]), {}),  # type: ignore[call-overload]
+        entities.get(int(r[0]), NO_ENTITIES),  # type: ignore[call-overload]
     )
 
 
