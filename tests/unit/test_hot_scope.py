@@ -235,3 +235,17 @@ def test_bulk_and_one_by_one_building_agree(seed: int) -> None:
     ids = sorted(_snapshot(single))
     assert _snapshot(bulk) == _snapshot(single)
     assert _rounded(_answers(bulk, ids)) == _rounded(_answers(single, ids))
+
+
+def test_least_recently_searched_models_close_past_the_row_budget(tmp_path: Path, config: Config) -> None:
+    with Memory(tmp_path / "hot.db", embedder=HashEmbedder(), config=config) as m:
+        for user in ("a", "b", "c"):
+            m.add([f"tomato {user} w{i}" for i in range(10)], user_id=user, session_id="s")
+        hot = m._store._hot  # type: ignore[attr-defined]
+        hot._max_rows = 25
+        for user in ("a", "b", "c"):
+            assert len(m.search("tomato", user_id=user, preset_name="bm25", top_k=20)) == 10
+        assert list(hot._open) == ["b", "c"]  # a was searched first: closed to keep 20 of 25
+        assert len(m.search("tomato", user_id="a", preset_name="bm25", top_k=20)) == 10  # rebuilt
+        assert list(hot._open) == ["c", "a"]
+        _assert_current(m, "a")

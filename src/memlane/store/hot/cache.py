@@ -8,7 +8,9 @@ model inside a transaction of this process (its writes may still roll back).
 
 from __future__ import annotations
 
+import os
 import threading
+from collections import OrderedDict
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -60,14 +62,23 @@ class HotFeed(Protocol):
         """Drop the user's log entries up to mark ``upto`` and raise the floor to it."""
 
 
-class HotScopes:
-    """The read models of a database, one per user searched, current with its feed."""
+#: Memories the open models of one store may hold in all (about 2 KiB of memory each with LoCoMo-like turns); past
+#: it the least recently searched users' models are closed (rebuilt from the database when searched again).
+#: ``MEMLANE_HOT_ROWS`` sets it.
+MAX_ROWS = 1_000_000
 
-    def __init__(self, feed: HotFeed) -> None:
+
+class HotScopes:
+    """The read models of a database, one per user searched, current with its feed; least recently used models are
+    closed once they hold more than ``max_rows`` memories together (the model in use always stays).
+    """
+
+    def __init__(self, feed: HotFeed, max_rows: int | None = None) -> None:
         self._feed = feed
         self._lock = feed.lock
         self._guard = threading.RLock()  # the maps below, whatever lock the feed gives
-        self._open: dict[str, HotScope] = {}
+        self._max_rows = max_rows if max_rows is not None else int(os.environ.get("MEMLANE_HOT_ROWS", MAX_ROWS))
+        self._open: OrderedDict[str, HotScope] = OrderedDict()  # least recently used first
         self._synced: dict[str, Hashable] = {}
 
     @contextmanager
@@ -83,6 +94,8 @@ class HotScopes:
         with self._lock, self._guard:
             at = self._feed.generation(user_id)
             held = self._open.get(user_id)
+            if held is not None:
+                self._open.move_to_end(user_id)
             if held is not None and self._synced.get(user_id) == at:
                 return held
             changes = None if held is None else self._feed.changes(user_id, held.applied_seq)
@@ -91,8 +104,17 @@ class HotScopes:
             else:
                 held = self._build(user_id)
                 self._open[user_id] = held
+                self._evict()
             self._synced[user_id] = at
             return held
+
+    def _evict(self) -> None:
+        """Close least recently used models until the open ones fit the budget (never the newest)."""
+        total = sum(len(m) for m in self._open.values())
+        while total > self._max_rows and len(self._open) > 1:
+            user, model = self._open.popitem(last=False)
+            self._synced.pop(user, None)
+            total -= len(model)
 
     def _build(self, user_id: str) -> HotScope:
         mark, rows = self._feed.snapshot(user_id)
