@@ -34,6 +34,10 @@ class RetrievalPreset:
     dialogue_last_turn: bool = False
     # and what the dense dimension embeds of an excerpt of several turns: "whole", its "last" turn, or "both" averaged
     dialogue_dense: str = "whole"
+    # The last turn joins the dense vector ("both") and feeds BM25 only when it has at least this many content words
+    # ("When was that?" has none: it says what is asked, not about what); with fewer, the whole excerpt is embedded
+    # and the keyword weight is scaled by content words / this number
+    dialogue_focus_terms: int = 0
 
 
 PRESETS: Final[Mapping[str, RetrievalPreset]] = {
@@ -54,6 +58,10 @@ PRESETS: Final[Mapping[str, RetrievalPreset]] = {
             dialogue_lexical=0.5,
             dialogue_last_turn=True,
             dialogue_dense="both",
+            # ... but only when the last turn has two content words or more: "When was that?" or "Which year?" says
+            # what is asked, not about what, so the whole excerpt is embedded alone and BM25 gets that share of its
+            # weight (chosen on the tune splits of both dialogue sets; docs/evaluation.md, second round)
+            dialogue_focus_terms=2,
             # The pool: the top 50 of each content dimension, and the turns around the 20 strongest (chosen on the
             # LoCoMo tune split: recall@10 0.832 against 0.830 with 100 and 50; every search scores the whole pool)
             candidates=50,
@@ -66,6 +74,7 @@ PRESETS: Final[Mapping[str, RetrievalPreset]] = {
             dialogue_lexical=0.5,
             dialogue_last_turn=True,
             dialogue_dense="both",
+            dialogue_focus_terms=2,
         ),
         RetrievalPreset("imdmr", IMDMR, description="IMDMR's six-dimension weights with its multi-dimension bonus"),
     )

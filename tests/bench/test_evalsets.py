@@ -76,9 +76,11 @@ def test_original_set_labels_and_splits() -> None:
     split_of: dict[str, str] = {}
     for q in evalset.queries:
         assert q.evidence and all(e.startswith(q.group.lower() + "-") for e in q.evidence)
-        assert split_of.setdefault(q.group, q.split) == q.split
+        side = "tune" if q.split == "tune" else "held out"
+        assert split_of.setdefault(q.group, side) == side
         assert not any(events[e].rstrip(".") in q.text for e in q.evidence), "a query copies its event"
-    assert {"tune", "holdout"} == set(split_of.values())
+    assert {"tune", "held out"} == set(split_of.values())
+    assert {q.split for q in evalset.queries} == {"tune", "holdout", "holdout2"}
     assert json.loads(FIXTURE.read_text())["split"]["tune"] == sorted(
         {p for p, s in split_of.items() if s == "tune"}, key=list(split_of).index
     )
@@ -118,6 +120,14 @@ def test_a_label_of_no_memory_or_a_group_in_both_splits_is_rejected() -> None:
         with_queries(
             LabelledQuery("q1", "u1", "alpha?", ("a",), "tune"), LabelledQuery("q1", "u2", "beta?", ("b",), "holdout")
         ).validate()
+    with pytest.raises(ValidationError, match="both splits"):
+        with_queries(
+            LabelledQuery("q1", "u1", "alpha?", ("a",), "tune"), LabelledQuery("q2", "u1", "alpha?", ("a",), "holdout2")
+        ).validate()
+    # both held-out rounds may ask about the same group
+    with_queries(
+        LabelledQuery("q1", "u1", "alpha?", ("a",), "holdout"), LabelledQuery("q2", "u1", "alpha?", ("a",), "holdout2")
+    ).validate()
 
 
 # -- runs ------------------------------------------------------------------------------------------------------------

@@ -76,3 +76,17 @@ def test_the_default_preset_reads_a_dialogue_excerpt_by_its_last_turn() -> None:
     assert "averaged" in plan.triggers["dense"]
     short = Planner().plan(analyse_query("Where did Priya get her dog?", NOW), preset("default"), entities=[])
     assert short.focus_query == "" and short.fusion.weights["lexical"] == 0.4
+
+
+def test_a_last_turn_without_content_words_is_not_what_the_excerpt_is_about() -> None:
+    """ "When was that?" says what is asked, not about what: the whole excerpt is embedded alone, BM25 gets no share."""
+    thin = EXCERPT.rsplit("\n", 1)[0] + "\nSam: When was that?"
+    plan = Planner().plan(analyse_query(thin, NOW), preset("default"), entities=[])
+    assert plan.focus_query == "" and plan.semantic_query == thin
+    assert "lexical" not in plan.dimensions and "0 content word(s)" in plan.triggers["lexical"]
+    one = Planner().plan(analyse_query(thin.replace("When was that?", "Which year?"), NOW), preset("default"), [])
+    assert one.focus_query == "" and one.fusion.weights["lexical"] == 0.4 * 0.5 * 0.5
+    # two content words are enough to say what the excerpt asks about
+    two = Planner().plan(analyse_query(thin + " What happened to your foot?", NOW), preset("default"), entities=[])
+    assert two.focus_query == "When was that? What happened to your foot?"
+    assert two.fusion.weights["lexical"] == 0.4 * 0.5

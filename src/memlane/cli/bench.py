@@ -471,7 +471,10 @@ ConfigsOpt = Annotated[
 ]
 SetSplitOpt = Annotated[
     str,
-    typer.Option("--split", help="all (scores per split and together), tune, or holdout (the one to report)."),
+    typer.Option(
+        "--split",
+        help="all (scores per split and together), tune, holdout (the one to report), or holdout2 (a second held-out round, where a set has one).",
+    ),
 ]
 JsonOpt = Annotated[Path | None, typer.Option("--json", help="Write all results to this JSON (.gz) file.")]
 

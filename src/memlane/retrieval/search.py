@@ -106,6 +106,9 @@ class Planner:
         terms = features.terms
         lexical_terms: list[str] | None = None
         conversational = shape.is_dialogue and not features.has_exact_terms
+        excerpt = conversational and shape.turns >= 2
+        focus_terms = len(query_terms(shape.last_turn)) if excerpt else 0
+        thin = excerpt and focus_terms < preset.dialogue_focus_terms
         if "dense" in weights:
             triggers["dense"] = "always: semantic similarity to the query"
         if "lexical" in weights:
@@ -156,6 +159,10 @@ class Planner:
                     triggers[dim] = f"the query is about {label!r}" if dim == "category" else f"it seeks a {label!r}"
                 else:
                     weights[dim] = 0.0
+        if thin and weights.get("lexical", 0.0) > 0:
+            factor = focus_terms / preset.dialogue_focus_terms
+            weights["lexical"] *= factor
+            triggers["lexical"] += f"; its last turn has {focus_terms} content word(s): keyword weight x{factor:.2g}"
         fusion = FusionSpec(
             spec.method,
             weights,
@@ -168,7 +175,7 @@ class Planner:
         )
         semantic = features.text
         focus = ""
-        if "dense" in weights and conversational and shape.turns >= 2 and shape.last_turn:
+        if "dense" in weights and conversational and shape.turns >= 2 and shape.last_turn and not thin:
             if preset.dialogue_dense == "last":
                 semantic = shape.last_turn
                 triggers["dense"] += f"; the query is {shape.describe()}: its last turn is embedded"
