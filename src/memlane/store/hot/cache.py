@@ -8,7 +8,6 @@ model inside a transaction of this process (its writes may still roll back).
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterator, Sequence
@@ -64,7 +63,6 @@ class HotFeed(Protocol):
 
 #: Memories the open models of one store may hold in all (about 2 KiB of memory each with LoCoMo-like turns); past
 #: it the least recently searched users' models are closed (rebuilt from the database when searched again).
-#: ``MEMLANE_HOT_ROWS`` sets it.
 MAX_ROWS = 1_000_000
 
 
@@ -77,7 +75,7 @@ class HotScopes:
         self._feed = feed
         self._lock = feed.lock
         self._guard = threading.RLock()  # the maps below, whatever lock the feed gives
-        self._max_rows = max_rows if max_rows is not None else int(os.environ.get("MEMLANE_HOT_ROWS", MAX_ROWS))
+        self._max_rows = MAX_ROWS if max_rows is None else max_rows
         self._open: OrderedDict[str, HotScope] = OrderedDict()  # least recently used first
         self._synced: dict[str, Hashable] = {}
 
