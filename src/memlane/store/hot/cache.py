@@ -25,6 +25,7 @@ class Changes:
     keys: Sequence[int]
     upto: int
     floor: int  # the oldest mark the log still reaches: a model may prune up to what it applied
+    erasures: int = 0  # the store's erasure counter when the changes were read (see ``HotFeed.erasures``)
 
 
 class HotFeed(Protocol):
@@ -59,6 +60,12 @@ class HotFeed(Protocol):
 
     def prune(self, user_id: str, upto: int) -> None:
         """Drop the user's log entries up to mark ``upto`` and raise the floor to it."""
+
+    def erasures(self) -> int:
+        """A store-wide counter every ``delete_all`` moves (it erases a user's log too, and keeps no trace of whom)."""
+
+    def count(self, user_id: str) -> int:
+        """How many memories the user holds."""
 
 
 #: Memories the open models of one store may hold in all (about 2 KiB of memory each with LoCoMo-like turns); past
@@ -97,9 +104,18 @@ class HotScopes:
             if held is not None and self._synced.get(user_id) == at:
                 return held
             changes = None if held is None else self._feed.changes(user_id, held.applied_seq)
-            if held is not None and changes is not None:
+            if changes is None:  # never opened, or the log was pruned past its mark: rebuilt
+                held = None
+            elif held is not None:
                 self._replay(user_id, held, changes)
-            else:
+                if changes.erasures != held.erasures_seen:
+                    # Some user's memories were all deleted, log and all. If they were this user's, the model holds
+                    # rows the replay cannot know are gone, and then it cannot match the user's count.
+                    if self._feed.count(user_id) == len(held):
+                        held.erasures_seen = changes.erasures
+                    else:
+                        held = None
+            if held is None:
                 held = self._build(user_id)
                 self._open[user_id] = held
                 self._evict()
@@ -115,8 +131,10 @@ class HotScopes:
             total -= len(model)
 
     def _build(self, user_id: str) -> HotScope:
+        erasures = self._feed.erasures()  # first: an erasure after it is seen at the next check
         mark, rows = self._feed.snapshot(user_id)
         scope = HotScope(mark)
+        scope.erasures_seen = erasures
         scope.apply(rows)
         return scope
 

@@ -164,6 +164,7 @@ class HotScope:
 
     def __init__(self, applied_seq: int = 0) -> None:
         self.applied_seq = applied_seq
+        self.erasures_seen = 0  # the store's erasure counter this model has accounted for
         self.rows: list[HotRow | None] = []  # by slot; None once removed or replaced (slots are never reused)
         self._slot_of_pk: dict[int, int] = {}
         self._slot_of_id: dict[str, int] = {}

@@ -70,6 +70,9 @@ def _row(r: Sequence[object]) -> HotRow:
     )
 
 
+_ERASURES = "SELECT coalesce((SELECT value::bigint FROM meta WHERE key = 'erasures'), 0)"
+
+
 class PostgresHotFeed:
     """``fact_log`` of one PostgreSQL database, as ``memlane.store.hot.cache.HotScopes`` reads it."""
 
@@ -102,17 +105,26 @@ class PostgresHotFeed:
         return token
 
     def changes(self, user_id: str, since: int) -> Changes | None:
-        (xmin, floor, oldest, keys), *_ = self._db.read(
+        (xmin, floor, oldest, keys, erased), *_ = self._db.read(
             f"SELECT {_XMIN}, coalesce((SELECT xid FROM fact_log_floor WHERE user_id = %(u)s), 0), "
             "(SELECT min(xid) FROM fact_log WHERE user_id = %(u)s), "
-            "ARRAY(SELECT pk FROM fact_log WHERE user_id = %(u)s AND xid >= %(since)s ORDER BY seq)",
+            "ARRAY(SELECT pk FROM fact_log WHERE user_id = %(u)s AND xid >= %(since)s ORDER BY seq), "
+            f"({_ERASURES})",
             {"u": user_id, "since": since},
             scope=user_id,
         )
         if int(floor) > since:
             return None
         upto = max(since, int(xmin))
-        return Changes([int(k) for k in keys], upto, upto if oldest is None else int(oldest))
+        return Changes([int(k) for k in keys], upto, upto if oldest is None else int(oldest), int(erased))
+
+    def erasures(self) -> int:
+        (erased,), *_ = self._db.read(f"SELECT ({_ERASURES})")
+        return int(erased)
+
+    def count(self, user_id: str) -> int:
+        (n,), *_ = self._db.read("SELECT count(*) FROM memories WHERE user_id = %s", (user_id,), scope=user_id)
+        return int(n)
 
     def rows(self, user_id: str, keys: Sequence[int]) -> list[HotRow]:
         found = self._db.read(

@@ -270,15 +270,15 @@ class PostgresWrites:
                 "text_stats",
             ):
                 run(c, f"DELETE FROM {table} WHERE user_id = %s", (user_id,))
-            # Another process's read model of this user must rebuild (not replay a log that no longer holds the
-            # deletes): the floor moves past this transaction, then the user's log goes.
+            # The user's log goes with them (no trace of whom is kept); the store's erasure counter tells other
+            # processes' read models to check that they hold no rows of a user erased this way.
+            run(c, "DELETE FROM fact_log WHERE user_id = %s", (user_id,))
+            run(c, "DELETE FROM fact_log_floor WHERE user_id = %s", (user_id,))
             run(
                 c,
-                "INSERT INTO fact_log_floor AS f VALUES (%s, pg_current_xact_id()::text::bigint + 1) "
-                "ON CONFLICT (user_id) DO UPDATE SET xid = excluded.xid WHERE excluded.xid > f.xid",
-                (user_id,),
+                "INSERT INTO meta VALUES ('erasures', '1') "
+                "ON CONFLICT (key) DO UPDATE SET value = (meta.value::bigint + 1)::text",
             )
-            run(c, "DELETE FROM fact_log WHERE user_id = %s", (user_id,))
         self._hot.forget(user_id)
         return n
 

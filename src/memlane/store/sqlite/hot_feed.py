@@ -92,9 +92,17 @@ class SQLiteHotFeed:
         logged = self._db.read(
             "SELECT seq, pk FROM fact_log WHERE user_id = ? AND seq > ? ORDER BY seq", (user_id, since)
         )
+        erased = self.erasures()
         if not logged:
-            return Changes((), since, floor)
-        return Changes([int(pk) for _, pk in logged], int(logged[-1][0]), floor)
+            return Changes((), since, floor, erased)
+        return Changes([int(pk) for _, pk in logged], int(logged[-1][0]), floor, erased)
+
+    def erasures(self) -> int:
+        rows = self._db.read("SELECT value FROM meta WHERE key = 'erasures'")
+        return int(rows[0][0]) if rows else 0
+
+    def count(self, user_id: str) -> int:
+        return int(self._db.read("SELECT count(*) FROM memories WHERE user_id = ?", (user_id,))[0][0])
 
     def rows(self, user_id: str, keys: Sequence[int]) -> list[HotRow]:
         rows = self._db.read_in(

@@ -270,14 +270,14 @@ class SQLiteWrites:
             ):
                 c.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
             c.execute("DELETE FROM vector_log_floor WHERE user_id = ?", (user_id,))
-            # Another process's read model of this user must rebuild (not replay a log that no longer holds the
-            # deletes): the floor moves past the deletes' entries, then they go.
-            c.execute(
-                "INSERT INTO fact_log_floor SELECT user_id, max(seq) FROM fact_log WHERE user_id = ? GROUP BY user_id "
-                "ON CONFLICT(user_id) DO UPDATE SET seq = excluded.seq WHERE excluded.seq > fact_log_floor.seq",
-                (user_id,),
-            )
+            # The user's log goes with them (no trace of whom is kept); the store's erasure counter tells other
+            # processes' read models to check that they hold no rows of a user erased this way.
             c.execute("DELETE FROM fact_log WHERE user_id = ?", (user_id,))
+            c.execute("DELETE FROM fact_log_floor WHERE user_id = ?", (user_id,))
+            c.execute(
+                "INSERT INTO meta VALUES ('erasures', '1') "
+                "ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
+            )
             self._db.bump(c, user_id)
             if not self._fts_secure_delete:  # an older SQLite: merge the index so no term of the user survives
                 purge_deleted_terms(c)
