@@ -54,8 +54,10 @@ class Tokenizer:
         self._tok.no_padding()  # the shipped tokenizer.json pads every text to 128 tokens
         self._tok.enable_truncation(max_length=max_tokens)
         self._max_tokens = max_tokens
-        self._cls = int(self._tok.token_to_id("[CLS]"))
-        self._sep = int(self._tok.token_to_id("[SEP]"))
+        cls, sep = self._tok.token_to_id("[CLS]"), self._tok.token_to_id("[SEP]")
+        if cls is None or sep is None:
+            raise EmbeddingError("the shipped tokenizer has no [CLS] or [SEP] token; reinstall memlane")
+        self._cls, self._sep = int(cls), int(sep)
         self._pieces: dict[str, list[int]] = {}
 
     @property
