@@ -5,9 +5,10 @@ Each runner maps padded token ids and their mask to mean-pooled (not yet normali
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -28,8 +29,21 @@ class Runner(Protocol):
     def __call__(self, ids: IntArray, mask: IntArray) -> F32: ...
 
 
+# Plain text the fast path reads exactly as BERT's normaliser and pre-tokeniser do: printable ASCII with tabs and
+# line breaks (nothing to clean, accent or case-fold beyond ASCII), and no "[" that could open a special token.
+_NOT_PLAIN: Final = re.compile(r"[^\t\n\r\x20-\x7e]|\[")
+# BERT's pre-tokens in such text, lower-cased: runs of letters and digits, and every other printable character alone.
+_PIECE: Final = re.compile(r"[a-z0-9]+|[^a-z0-9\s]")
+_WORD_CACHE: Final = 200_000  # distinct pre-tokens remembered before the cache starts again
+
+
 class Tokenizer:
-    """The model's WordPiece tokenizer (shipped with memlane), unpadded, truncated as sentence-transformers does."""
+    """The model's WordPiece tokenizer (shipped with memlane), unpadded, truncated as sentence-transformers does.
+
+    Plain ASCII text is split into BERT's pre-tokens by a regex and each distinct pre-token's word pieces are
+    remembered (WordPiece reads every pre-token alone), so a repeated word costs one dictionary look-up; other
+    text goes through ``tokenizers`` whole. Both give the ids ``tokenizers`` gives.
+    """
 
     def __init__(self, max_tokens: int = MAX_TOKENS) -> None:
         try:
@@ -39,6 +53,12 @@ class Tokenizer:
         self._tok = HFTokenizer.from_str(tokenizer_json())
         self._tok.no_padding()  # the shipped tokenizer.json pads every text to 128 tokens
         self._tok.enable_truncation(max_length=max_tokens)
+        self._max_tokens = max_tokens
+        cls, sep = self._tok.token_to_id("[CLS]"), self._tok.token_to_id("[SEP]")
+        if cls is None or sep is None:
+            raise EmbeddingError("the shipped tokenizer has no [CLS] or [SEP] token; reinstall memlane")
+        self._cls, self._sep = int(cls), int(sep)
+        self._pieces: dict[str, list[int]] = {}
 
     @property
     def vocab_size(self) -> int:
@@ -49,7 +69,30 @@ class Tokenizer:
 
     def encode(self, texts: Sequence[str], *, special_tokens: bool = True) -> list[list[int]]:
         """Token ids of each text, with [CLS] and [SEP] unless ``special_tokens`` is false."""
-        return [enc.ids for enc in self._tok.encode_batch(list(texts), add_special_tokens=special_tokens)]
+        out = [self._plain(text, special_tokens) for text in texts]
+        rest = [i for i, ids in enumerate(out) if ids is None]
+        if rest:
+            encoded = self._tok.encode_batch([texts[i] for i in rest], add_special_tokens=special_tokens)
+            for i, enc in zip(rest, encoded, strict=True):
+                out[i] = enc.ids
+        return [ids if ids is not None else [] for ids in out]
+
+    def _plain(self, text: str, special_tokens: bool) -> list[int] | None:
+        """The ids of plain ASCII text from its pre-tokens' remembered word pieces; None for other text."""
+        if _NOT_PLAIN.search(text):
+            return None
+        known = self._pieces
+        ids: list[int] = []
+        for piece in _PIECE.findall(text.lower()):
+            pieces = known.get(piece)
+            if pieces is None:
+                if len(known) >= _WORD_CACHE:
+                    known.clear()
+                pieces = known[piece] = self._tok.encode(piece, add_special_tokens=False).ids
+            ids += pieces
+        if not special_tokens:
+            return ids[: self._max_tokens]
+        return [self._cls, *ids[: self._max_tokens - 2], self._sep]
 
 
 def pad(token_ids: Sequence[Sequence[int]]) -> tuple[IntArray, IntArray]:

@@ -7,6 +7,7 @@ SIF over a Zipf estimate of its frequency (token ids of a BERT vocabulary are ro
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -121,13 +122,15 @@ class StaticEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         tokenizer, table = self._model()
-        ids = [np.asarray(t, dtype=np.int64) for t in tokenizer.encode(texts, special_tokens=False)]
-        ids = [t[table.known[t]] for t in ids]
-        lengths = np.array([len(t) for t in ids])
+        encoded = tokenizer.encode(texts, special_tokens=False)
+        counts = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        flat = np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int64, count=int(counts.sum()))
+        known = table.known[flat]
+        flat = flat[known]  # the tokens in use, text after text
+        lengths = np.bincount(np.repeat(np.arange(len(texts)), counts)[known], minlength=len(texts))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         present = lengths > 0
         if present.any():
-            flat = np.concatenate([t for t in ids if len(t)])
             starts = np.concatenate([[0], np.cumsum(lengths[present])[:-1]])
             out[present] = np.add.reduceat(table.vectors[flat], starts, axis=0) / lengths[present, None]
         norms = np.linalg.norm(out, axis=1)

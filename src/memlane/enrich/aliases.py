@@ -9,6 +9,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from memlane.enrich.cues import may_hold
 from memlane.enrich.entities import (
     _ANIMALS,
     _CAP_WORD,
@@ -16,6 +17,7 @@ from memlane.enrich.entities import (
     _KIN_MENTION,
     _NOT_NAMES,
     _POSSESSIVE_KIN,
+    KIN_CUES,
     AliasRow,
     EntityMention,
     _strip_honorific,
@@ -173,7 +175,8 @@ class EntityResolver:
                 self._add_entity(mention.text, mention.kind)
         owner = canonical(speaker) if speaker else ""
         assistant = role == "assistant" and not speaker
-        patterns = [] if assistant else [_NAMED_KIN, _A_KIN_NAMED, _NAME_THEN_KIN]
+        names_kin = may_hold(text, KIN_CUES)  # each pattern below holds a kin term
+        patterns = [] if assistant or not names_kin else [_NAMED_KIN, _A_KIN_NAMED, _NAME_THEN_KIN]
         for pattern in patterns:
             for match in pattern.finditer(text):
                 name = match.group("name")
@@ -182,7 +185,7 @@ class EntityResolver:
                 kin = canonical(match.group("kin"))
                 target = self._add_entity(name, "other" if kin in _ANIMALS else "person")
                 self._add_alias(f"{owner} {kin}" if owner else f"{USER} {kin}", target)
-        if assistant or not speaker:
+        if names_kin and (assistant or not speaker):
             for match in _YOUR_NAMED_KIN.finditer(text):  # said to the user: the user's relation
                 name = match.group("name")
                 kin = canonical(match.group("kin"))

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memlane.embedding.base import Embedder, Vectors
+from memlane.enrich.cues import cue_words, may_hold
 
 log = logging.getLogger(__name__)
 
@@ -280,6 +281,17 @@ _PLAN: Final = re.compile(
 
 _QUESTION_MARKS: Final = ("?", "؟", "？")  # Latin, Arabic, full-width (CJK)
 
+# Words one of which every match of the pattern holds (see ``memlane.enrich.cues``): a request's opening word; a
+# preference's verb (after a space: "'m into" holds "m", "can't stand" "can") or "fav..."; a plan's verb, also glued
+# to "i"/"we" where the pattern allows no space ("iwill"), or "plan", "next".
+_REQUEST_CUES: Final = cue_words(
+    "please pls can could would will remind let help tell show send give recommend suggest find make write explain list"
+)
+_PREFERENCE_CUES: Final = cue_words("love adore like prefer enjoy hate dislike can cannot am m fav favorite favourite")
+_PLAN_CUES: Final = cue_words("going gonna planning about thinking ll plan next") | {
+    f"{who}{verb}" for who in ("", "i", "we") for verb in ("will", "plan", "intend", "want", "hope")
+}
+
 
 def rule_intent(text: str) -> str | None:
     """The intent cheap rules can see: question, request, preference or plan; None when no rule fires.
@@ -290,13 +302,13 @@ def rule_intent(text: str) -> str | None:
     stripped = text.strip()
     if not stripped:
         return None
-    if _REQUEST.search(stripped):
+    if may_hold(stripped, _REQUEST_CUES) and _REQUEST.search(stripped):
         return "request"
     if any(mark in stripped[-3:] for mark in _QUESTION_MARKS) or _QUESTION_START.match(stripped):
         return "question"
-    if _PREFERENCE.search(stripped):
+    if may_hold(stripped, _PREFERENCE_CUES) and _PREFERENCE.search(stripped):
         return "preference"
-    if _PLAN.search(stripped):
+    if may_hold(stripped, _PLAN_CUES) and _PLAN.search(stripped):
         return "plan"
     return None
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
+from memlane.enrich.cues import may_hold
 from memlane.enrich.temporal import candidate_spans
 
 log = logging.getLogger(__name__)
@@ -149,6 +150,13 @@ _QUANTITY: Final = re.compile(
     re.IGNORECASE,
 )
 
+# Quick tests that skip a scan that cannot match: every kin mention holds the last word of a kin term ("law" of
+# "mother-in-law", after a space or hyphen, before a boundary) or "kids"/"children"; every mixed-case word a small
+# letter before a capital; every quantity a digit.
+KIN_CUES: Final = frozenset(re.findall(r"\w+", term)[-1] for term in _KIN.split("|")) | {"kids", "children"}
+_SMALL_CAPITAL: Final = re.compile(r"[a-z][A-Z]")
+_DIGIT: Final = re.compile(r"\d")
+
 _POSSESSIVE: Final = re.compile(r"['’]s$|['’]$")
 _NON_WORD: Final = re.compile(r"[^\w\s&-]+")
 _SPACES: Final = re.compile(r"\s+")
@@ -267,10 +275,11 @@ def extract_entities(
 
     for start, end in candidate_spans(text) if time_spans is None else time_spans:
         add(EntityMention(text[start:end], "date", start, end))
-    for match in _KIN_MENTION.finditer(text):
-        add(EntityMention(match.group(0), "person", match.start(), match.end()))
-    for match in _POSSESSIVE_KIN.finditer(text):
-        add(EntityMention(match.group(0), "person", match.start(), match.end()))
+    if may_hold(text, KIN_CUES):
+        for match in _KIN_MENTION.finditer(text):
+            add(EntityMention(match.group(0), "person", match.start(), match.end()))
+        for match in _POSSESSIVE_KIN.finditer(text):
+            add(EntityMention(match.group(0), "person", match.start(), match.end()))
     for match in _CAP_RUN.finditer(text):
         words = match.group(0).split()
         while words and _plain(words[-1]) in _ALWAYS_DROP:  # "Wish I", "Lately I've"
@@ -288,12 +297,14 @@ def extract_entities(
         if len(stripped) < 2 or canonical(stripped) in _NOT_NAMES:
             continue
         add(EntityMention(stripped, _kind_of(text, start, stripped, words), start, end))
-    for match in _MIXED_CASE.finditer(text):
-        add(EntityMention(match.group(0), "product", match.start(), match.end()))
-    for match in _QUANTITY.finditer(text):
-        value = match.group(0).rstrip(",. ")
-        if value:
-            add(EntityMention(value, "quantity", match.start(), match.start() + len(value)))
+    if _SMALL_CAPITAL.search(text):
+        for match in _MIXED_CASE.finditer(text):
+            add(EntityMention(match.group(0), "product", match.start(), match.end()))
+    if _DIGIT.search(text):
+        for match in _QUANTITY.finditer(text):
+            value = match.group(0).rstrip(",. ")
+            if value:
+                add(EntityMention(value, "quantity", match.start(), match.start() + len(value)))
     mentions.sort(key=lambda m: m.start)
     if speaker and speaker.strip():
         key = canonical(speaker)

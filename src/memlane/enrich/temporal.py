@@ -12,6 +12,7 @@ from typing import Final, Literal
 
 from dateparser.date import DateDataParser  # type: ignore[import-untyped]  # no stubs shipped
 
+from memlane.enrich.cues import cue_words
 from memlane.models import as_utc
 
 log = logging.getLogger(__name__)
@@ -111,6 +112,36 @@ _DIGIT: Final = re.compile(r"\d")
 
 def _may_have_time(text: str) -> bool:
     return _DIGIT.search(text) is not None or not _TIME_WORDS.isdisjoint(_LETTERS.findall(text.lower()))
+
+
+# The words an expression can start with (or a digit): ``_CANDIDATES`` opens with a word boundary, and every branch
+# with one of these words, so in plain ASCII text a match can only start where such a word does ("sep": "sept?").
+_FIRST_WORDS: Final = frozenset(re.findall(r"[a-z]+", _NUM + _ANCHOR + _WEEKDAY + _MONTH)) | cue_words(
+    "in during over within for the week month year day yesterday today tonight tomorrow last this weekend since "
+    "until till by early late mid before after on from of back sep"
+)
+_TOKEN: Final = re.compile(r"\w+")
+
+
+def _scan(text: str) -> list[re.Match[str]]:
+    """``list(_CANDIDATES.finditer(text))``, for plain ASCII text trying the pattern only where a match can start.
+
+    Each try is ``match`` at a word start, in order, resuming after each match, as ``finditer`` does: the pattern
+    sees the whole text from there (its word boundaries and look-behinds read the characters before).
+    """
+    if not text.isascii():  # Unicode case folding and digits are wider than the first-word test assumes
+        return list(_CANDIDATES.finditer(text))
+    out: list[re.Match[str]] = []
+    resume = 0
+    for word in _TOKEN.finditer(text.lower()):
+        start = word.start()
+        if start < resume or not (word.group() in _FIRST_WORDS or text[start].isdigit()):
+            continue
+        match = _CANDIDATES.match(text, start)
+        if match is not None:
+            out.append(match)
+            resume = match.end()
+    return out
 
 
 # Cheap cue that a sentence talks about the future: bare weekday or month names then resolve forward.
@@ -249,7 +280,7 @@ def candidate_matches(text: str) -> list[re.Match[str]]:
     """
     if not _may_have_time(text):
         return []
-    return list(_CANDIDATES.finditer(text))
+    return _scan(text)
 
 
 def candidate_spans(text: str) -> list[tuple[int, int]]:

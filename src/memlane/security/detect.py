@@ -104,19 +104,23 @@ class CombinedDetector:
 
     def score(self, text: str) -> tuple[float, list[str]]:
         """The combined score of one text and its reasons."""
-        unmasked = unmask(text)  # once, for the rules and the classifier alike
-        evidence, reasons = self._rules.evidence_of(unmasked)
-        p = self.model.probability_of(unmasked)
-        if p >= 0.5:
-            reasons.append(f"classifier:{p:.2f}")
-        return _noisy_or([evidence, p]), reasons
+        return self.scores([text])[0]
+
+    def scores(self, texts: Sequence[str]) -> list[tuple[float, list[str]]]:
+        """``score`` of each text; the classifier reads them all at once."""
+        unmasked = [unmask(text) for text in texts]  # once, for the rules and the classifier alike
+        out = []
+        for u, p in zip(unmasked, self.model.probabilities_of(unmasked), strict=True):
+            evidence, reasons = self._rules.evidence_of(u)
+            if p >= 0.5:
+                reasons.append(f"classifier:{p:.2f}")
+            out.append((_noisy_or([evidence, p]), reasons))
+        return out
 
     def scan(self, texts: Sequence[str]) -> list[Verdict]:
-        out = []
-        for text in texts:
-            s, reasons = self.score(text)
-            out.append(Verdict(round(s, 4), s >= self.threshold, tuple(reasons), self.name))
-        return out
+        return [
+            Verdict(round(s, 4), s >= self.threshold, tuple(reasons), self.name) for s, reasons in self.scores(texts)
+        ]
 
 
 class LayeredDetector:

@@ -114,14 +114,10 @@ def _folder(text: str) -> Callable[[re.Match[str]], str]:
     return fold
 
 
-def unmask(text: str) -> Unmasked:
-    """``text`` in the form the detectors read (NFKC, invisible characters dropped, look-alikes folded to Latin,
-    spaced-out words joined), the tricks that were undone, and the payloads decoded from base64, hex or escapes.
-
-    A word is folded only when it mixes scripts, or becomes pure ASCII inside mostly Latin text, so Russian or Greek
-    text stays itself.
+def _unhide(text: str, tricks: list[str]) -> str:
+    """``text`` in NFKC with tag characters read, invisible characters dropped and look-alikes folded; the tricks
+    found are appended to ``tricks``.
     """
-    tricks: list[str] = []
     out = unicodedata.normalize("NFKC", text)
     if out != text and any(unicodedata.category(ch) in ("Lu", "Ll") for ch in set(text) - set(out)):
         tricks.append("compatibility_letters")
@@ -132,16 +128,33 @@ def unmask(text: str) -> Unmasked:
     if stripped != out:
         tricks.append("invisible_characters")
         out = stripped
-    folded = _WORD.sub(_folder(out), out)
-    if folded != out:
-        tricks.append("homoglyphs")
-        out = folded
+    if out.translate(_HOMOGLYPHS) != out:  # only then can a word fold
+        folded = _WORD.sub(_folder(out), out)
+        if folded != out:
+            tricks.append("homoglyphs")
+            out = folded
+    return out
+
+
+def unmask(text: str) -> Unmasked:
+    """``text`` in the form the detectors read (NFKC, invisible characters dropped, look-alikes folded to Latin,
+    spaced-out words joined), the tricks that were undone, and the payloads decoded from base64, hex or escapes.
+
+    A word is folded only when it mixes scripts, or becomes pure ASCII inside mostly Latin text, so Russian or Greek
+    text stays itself.
+    """
+    tricks: list[str] = []
+    # Plain ASCII has no compatibility forms, tag, invisible or look-alike characters: those steps are skipped.
+    out = text if text.isascii() else _unhide(text, tricks)
     joined = _SPACED.sub(lambda m: re.sub(r"[ .\-_*]", "", m.group()), out)
     if joined != out:
         tricks.append("spaced_letters")
         out = joined
     payloads: list[str] = []
+    escapes = "\\" in out or "&#" in out  # every escape sequence holds one of them
     for pattern, decode, name in ((_BASE64, _base64, "base64"), (_HEX, _hex, "hex"), (_ESCAPED, _unescape, "escapes")):
+        if pattern is _ESCAPED and not escapes:
+            continue
         for m in pattern.finditer(out):
             if len(payloads) >= MAX_PAYLOADS:
                 break

@@ -16,11 +16,17 @@ from memlane.security.obfuscation import Unmasked
 
 @dataclass(frozen=True)
 class Rule:
-    """A named pattern and how much its match says (1.0: enough to flag alone)."""
+    """A named pattern and how much its match says (1.0: enough to flag alone).
+
+    ``cues`` and ``marks`` let plain ASCII text skip the pattern: every match holds one of the ``cues`` as a whole
+    word (lower case) or one of the ``marks`` characters. A rule with neither always runs.
+    """
 
     name: str
     pattern: re.Pattern[str]
     weight: float
+    cues: frozenset[str] = frozenset()
+    marks: str = ""
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,13 @@ def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE | re.MULTILINE)
 
 
+def _cues(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+_WORD: Final = re.compile(r"\w+")
+
+
 _PRIOR = r"(?:all|any|every|the|your|my|these|those|previous|prior|above|earlier|preceding|foregoing|initial|original|system|developer|safety|old|former)"
 _ORDERS = r"(?:instructions?|prompts?|rules|directions|directives|guidelines|guardrails|constraints|commands|orders|programming|restrictions|tasks?|context)"
 _MODEL = r"(?:ai|assistant|language model|llm|chat ?bot|gpt|chatgpt|claude|gemini|bard|the model|a\.i\.)"
@@ -48,6 +61,7 @@ RULES: Final[tuple[Rule, ...]] = (
             rf"\b{_PRIOR}\b[^.!?\n]{{0,25}}?\b{_ORDERS}\b"
         ),
         1.0,
+        cues=_cues("ignore disregard forget override bypass skip drop abandon discard neglect"),
     ),
     Rule(
         "override_instructions_de",
@@ -56,13 +70,20 @@ RULES: Final[tuple[Rule, ...]] = (
             r"\b(?:anweisungen|aufgaben|befehle|vorgaben|instruktionen|regeln|alles)\b"
         ),
         1.0,
+        cues=_cues("ignorier ignoriere ignorieren ignoriert vergiss vergessen missachte"),
     ),
     Rule(
         "new_instructions",
         _rx(r"\b(?:new|updated|real|actual|secret|hidden)\s+(?:instructions?|task|system prompt|orders)\s*[:\-]"),
         1.0,
+        cues=_cues("new updated real actual secret hidden"),
     ),
-    Rule("new_instructions_de", _rx(r"\b(?:neue|deine neue)\s+(?:aufgabe|anweisung|anweisungen)\b"), 0.8),
+    Rule(
+        "new_instructions_de",
+        _rx(r"\b(?:neue|deine neue)\s+(?:aufgabe|anweisung|anweisungen)\b"),
+        0.8,
+        cues=_cues("neue deine"),
+    ),
     Rule(
         "reveal_prompt",
         _rx(
@@ -70,6 +91,7 @@ RULES: Final[tuple[Rule, ...]] = (
             r"\b(?:system prompt|(?:your|the) (?:initial |original |hidden |secret )?(?:instructions|prompt|rules)|prompt texts?|initial prompt|hidden prompt)\b"
         ),
         0.9,
+        cues=_cues("reveal show print repeat output display leak tell give what"),
     ),
     Rule(
         "role_marker",
@@ -78,8 +100,9 @@ RULES: Final[tuple[Rule, ...]] = (
             r"|^\s*#{2,}\s*(?:system|instruction|new instruction)s?\b|</?(?:system|sys|instructions?)>"
         ),
         1.0,
+        marks="<[#",
     ),
-    Rule("role_prefix", _rx(r"^\s*(?:system|assistant)\s*:\s*\S"), 0.6),
+    Rule("role_prefix", _rx(r"^\s*(?:system|assistant)\s*:\s*\S"), 0.6, cues=_cues("system assistant")),
     Rule(
         "tool_call",
         _rx(
@@ -88,6 +111,8 @@ RULES: Final[tuple[Rule, ...]] = (
             r"|^\s*Action:\s*\w+\s*\n\s*Action Input:"
         ),
         1.0,
+        cues=_cues("action"),
+        marks='<"{[',
     ),
     Rule(
         "addressed_to_model",
@@ -97,6 +122,7 @@ RULES: Final[tuple[Rule, ...]] = (
             rf"|\b(?:if you are|as) an? {_MODEL}\b[^.!?\n]{{0,40}}?\b(?:you must|you should|please|ignore|do not|don't)\b"
         ),
         1.0,
+        cues=_cues("note message instruction instructions attention important reminder dear hey hello hi if as"),
     ),
     Rule(
         "jailbreak_persona",
@@ -105,6 +131,7 @@ RULES: Final[tuple[Rule, ...]] = (
             r"|\b(?:AIM|STAN|DUDE|Mongo Tom|BetterDAN|AntiGPT|UCAR)\b[^.\n]{0,60}\b(?:unfiltered|amoral|no (?:rules|restrictions|limits)|anything)"
         ),
         1.0,
+        cues=_cues("dan anything developer jailbroken aim stan dude mongo betterdan antigpt ucar"),
     ),
     Rule(
         "no_restrictions",
@@ -113,6 +140,7 @@ RULES: Final[tuple[Rule, ...]] = (
             r"(?:ethical|moral|content|safety|openai'?s?|usage)?\s*(?:guidelines|restrictions|limitations|limits|filters|censorship|policies|rules|boundaries|morals|ethics)\b"
         ),
         0.5,
+        cues=_cues("no without free not beyond break breaking abandon abandoned"),
     ),
     Rule(
         "stay_in_character",
@@ -120,6 +148,7 @@ RULES: Final[tuple[Rule, ...]] = (
             r"\b(?:stay|remain|staying)\s+in\s+character\b|\bbreak(?:ing)? character\b|\bnever (?:refuse|say (?:no|you can'?t))\b"
         ),
         0.5,
+        cues=_cues("character never"),
     ),
     Rule(
         "pretend_unrestricted",
@@ -127,6 +156,7 @@ RULES: Final[tuple[Rule, ...]] = (
             r"\b(?:pretend|act|behave|imagine|roleplay|role-play)\b[^.\n]{0,60}?\b(?:unrestricted|unfiltered|uncensored|amoral|evil|no (?:rules|restrictions|filters|limits))\b"
         ),
         0.8,
+        cues=_cues("pretend act behave imagine roleplay role"),
     ),
     Rule(
         "decode_and_follow",
@@ -134,6 +164,7 @@ RULES: Final[tuple[Rule, ...]] = (
             r"\b(?:decode|base64|rot13|hex|reverse)\b[^.\n]{0,50}?\b(?:follow|execute|run|obey|do what|carry out|perform)\b"
         ),
         0.8,
+        cues=_cues("decode base64 rot13 hex reverse"),
     ),
     Rule(
         "exfiltrate",
@@ -142,14 +173,33 @@ RULES: Final[tuple[Rule, ...]] = (
             r"[^.\n]{0,40}?(?:https?://|\bto\b\s+\S+@)"
         ),
         0.8,
+        cues=_cues("send forward post upload email e transmit exfiltrate"),
     ),
-    Rule("markdown_exfil", _rx(r"!\[[^\]]*\]\(https?://[^)\s]*[?&][^)\s]*=(?:\{|%7B|\$|<)"), 0.8),
+    Rule("markdown_exfil", _rx(r"!\[[^\]]*\]\(https?://[^)\s]*[?&][^)\s]*=(?:\{|%7B|\$|<)"), 0.8, marks="!"),
 )
+
+
+_BY_CUE: Final = {cue: frozenset(i for i, r in enumerate(RULES) if cue in r.cues) for r in RULES for cue in r.cues}
+_BY_MARK: Final = {m: frozenset(i for i, r in enumerate(RULES) if m in r.marks) for r in RULES for m in r.marks}
+_ALWAYS: Final = frozenset(i for i, r in enumerate(RULES) if not r.cues and not r.marks)
+
+
+def _candidates(text: str) -> list[Rule]:
+    """The rules an ASCII ``text`` may match, in order: those with a cue among its words or a mark in it."""
+    found = set(_ALWAYS)
+    for word in _BY_CUE.keys() & _WORD.findall(text.lower()):
+        found |= _BY_CUE[word]
+    for mark, rules in _BY_MARK.items():
+        if mark in text:
+            found |= rules
+    return [RULES[i] for i in sorted(found)]
 
 
 def match_rules(text: str) -> list[RuleMatch]:
     """The rules ``text`` matches (each once)."""
-    return [RuleMatch(rule.name, rule.weight) for rule in RULES if rule.pattern.search(text)]
+    # In plain ASCII, case folding and word boundaries are the ASCII ones the cues assume.
+    rules = _candidates(text) if text.isascii() else RULES
+    return [RuleMatch(rule.name, rule.weight) for rule in rules if rule.pattern.search(text)]
 
 
 def scan_rules(unmasked: Unmasked) -> list[RuleMatch]:

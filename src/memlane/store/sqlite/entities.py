@@ -5,11 +5,28 @@ from __future__ import annotations
 import builtins
 import sqlite3
 from collections.abc import Sequence
+from typing import Final
 
 from memlane.enrich.entities import AliasRow, canonical
 from memlane.models import MemoryItem
 from memlane.store.sqlite.db import CHUNK, Database, marks
 from memlane.store.sqlite.hot_feed import HotScopes
+
+_ENTITY_ROW: Final = (
+    "INSERT INTO memory_entities (pk, user_id, entity, said_by) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT(pk, entity) DO UPDATE SET said_by = excluded.said_by"
+)
+
+
+def entity_rows(pk: int, item: MemoryItem) -> list[tuple[int, str, str, int]]:
+    """The entity rows of one memory: each entity once, with whether it is the speaker."""
+    speaker = canonical(item.speaker) if item.speaker else None
+    return [(pk, item.user_id, e, int(e == speaker)) for e in dict.fromkeys(item.entities)]
+
+
+def write_new_entities(c: sqlite3.Connection, pks: Sequence[int], items: Sequence[MemoryItem]) -> None:
+    """The entity rows of memories just inserted (they have none yet), in one statement."""
+    c.executemany(_ENTITY_ROW, [row for pk, item in zip(pks, items, strict=True) for row in entity_rows(pk, item)])
 
 
 def write_entities(c: sqlite3.Connection, pk: int, item: MemoryItem) -> None:
@@ -20,12 +37,7 @@ def write_entities(c: sqlite3.Connection, pk: int, item: MemoryItem) -> None:
     """
     keep = list(dict.fromkeys(item.entities))
     c.execute(f"DELETE FROM memory_entities WHERE pk = ? AND entity NOT IN ({marks(len(keep))})", (pk, *keep))
-    speaker = canonical(item.speaker) if item.speaker else None
-    c.executemany(
-        "INSERT INTO memory_entities (pk, user_id, entity, said_by) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT(pk, entity) DO UPDATE SET said_by = excluded.said_by",
-        [(pk, item.user_id, e, int(e == speaker)) for e in keep],
-    )
+    c.executemany(_ENTITY_ROW, entity_rows(pk, item))
 
 
 def write_aliases(c: sqlite3.Connection, user_id: str, rows: Sequence[AliasRow]) -> None:

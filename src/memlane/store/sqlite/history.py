@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import json
 import sqlite3
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -24,9 +25,20 @@ def log_event(
     changes: dict[str, Any] | None = None,
 ) -> None:
     """Append one history record inside the caller's transaction."""
-    c.execute(
+    log_events(c, [(user_id, memory_id, event, at, old_text, new_text, changes)])
+
+
+HistoryRow = tuple[str, str, HistoryEvent, datetime, str | None, str | None, dict[str, Any] | None]
+
+
+def log_events(c: sqlite3.Connection, rows: Sequence[HistoryRow]) -> None:
+    """Append history records (``log_event``'s arguments, in order) in one statement."""
+    c.executemany(
         "INSERT INTO history (memory_id, user_id, event, at, old_text, new_text, changes) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (memory_id, user_id, event.value, to_micros(at), old_text, new_text, json.dumps(changes or {}, default=str)),
+        [
+            (memory_id, user_id, event.value, to_micros(at), old, new, json.dumps(changes or {}, default=str))
+            for user_id, memory_id, event, at, old, new, changes in rows
+        ],
     )
 
 

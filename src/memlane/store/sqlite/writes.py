@@ -21,15 +21,16 @@ from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.records import embed_hash
 from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database, marks
-from memlane.store.sqlite.entities import write_aliases, write_entities
+from memlane.store.sqlite.entities import write_aliases, write_entities, write_new_entities
 from memlane.store.sqlite.graph import write_relations
-from memlane.store.sqlite.history import erase_text, log_event
+from memlane.store.sqlite.history import erase_text, log_event, log_events
 from memlane.store.sqlite.hot_feed import HotScopes
 from memlane.store.sqlite.rows import COLUMNS, MUTABLE, item_params, to_micros
 from memlane.store.sqlite.text import drop_entry, index_entry, purge_deleted_terms, refresh_next_context, turn_of
 from memlane.store.sqlite.validity import forget_links, mark_contradicted
 
 _INSERT: Final = f"INSERT INTO memories ({COLUMNS}, embed_hash) VALUES ({', '.join('?' * (len(MUTABLE) + 3))})"
+_INSERT_PK: Final = f"INSERT INTO memories (pk, {COLUMNS}, embed_hash) VALUES ({', '.join('?' * (len(MUTABLE) + 4))})"
 _SETS: Final = ", ".join(f"{col} = ?" for col in MUTABLE)
 
 
@@ -47,6 +48,69 @@ def insert_row(c: sqlite3.Connection, item: MemoryItem, body: str, vec: Vectors,
     if text_entry:
         index_entry(c, pk, item, body)
     return pk
+
+
+def insert_rows(
+    c: sqlite3.Connection,
+    items: Sequence[MemoryItem],
+    bodies: Sequence[str],
+    vecs: Vectors,
+    event: HistoryEvent,
+    changes: Mapping[str, Mapping[str, Any]],
+    first_new: Mapping[tuple[str, str | None], int],
+) -> list[int]:
+    """Insert new memories (none superseded) with their entity rows, vectors, history and text entries: one
+    statement per table for the whole batch, text entries last. Their row keys, in order.
+
+    Each row gets the key SQLite would give it (one more than the largest), so the rows are those ``insert_row``
+    writes one by one. ``first_new`` holds the first position just given in each (user, session): a turn after
+    one of this batch takes that turn's text as its context without reading it back.
+    """
+    if not items:
+        return []
+    top = int(c.execute("SELECT max(pk) FROM memories").fetchone()[0] or 0)
+    pks = list(range(top + 1, top + 1 + len(items)))
+    c.executemany(
+        _INSERT_PK,
+        [(pk, *item_params(item, embed_hash(body))) for pk, item, body in zip(pks, items, bodies, strict=True)],
+    )
+    c.execute("DELETE FROM memory_entities WHERE pk > ?", (top,))  # rows of a new key: only an orphan's
+    write_new_entities(c, pks, items)
+    c.executemany(
+        "INSERT INTO vectors (pk, user_id, vec) VALUES (?, ?, ?)",
+        [(pk, item.user_id, vec.tobytes()) for pk, item, vec in zip(pks, items, vecs, strict=True)],
+    )
+    log_events(
+        c,
+        [
+            (item.user_id, item.id, event, item.created_at, None, item.text, dict(changes.get(item.id, {})))
+            for item in items
+        ],
+    )
+    turns: dict[tuple[str, str | None, int], list[str]] = {}
+    for item in items:
+        if item.kind == MemoryKind.MESSAGE and item.position is not None:
+            turns.setdefault((item.user_id, item.session_id, item.position), []).append(item.text)
+    for pk, item, body in zip(pks, items, bodies, strict=True):  # together: one FTS5 flush
+        index_entry(c, pk, item, body, _batch_context(item, turns, first_new))
+    return pks
+
+
+def _batch_context(
+    item: MemoryItem,
+    turns: Mapping[tuple[str, str | None, int], list[str]],
+    first_new: Mapping[tuple[str, str | None], int],
+) -> str | None:
+    """The previous turn's text when it is a turn of this batch and no stored row can share its position (it
+    was numbered after every stored one); ``None`` to read it from the store (``previous_turn``).
+    """
+    if item.kind != MemoryKind.MESSAGE or not item.position:
+        return None
+    first = first_new.get((item.user_id, item.session_id))
+    if first is None or item.position - 1 < first:
+        return None
+    previous = turns.get((item.user_id, item.session_id, item.position - 1), [])
+    return previous[0] if len(previous) == 1 else None if previous else ""
 
 
 def row_key(c: sqlite3.Connection, user_id: str, memory_id: str) -> int:
@@ -82,17 +146,31 @@ def remove_row(
     log_event(c, user_id, memory_id, HistoryEvent.DELETE, at, changes=changes)
 
 
-def _next_position(
-    c: sqlite3.Connection, cache: dict[tuple[str, str | None], int], user_id: str, session_id: str | None
-) -> int:
-    key = (user_id, session_id)
-    if key not in cache:
-        row = c.execute(
-            "SELECT max(position) FROM memories WHERE user_id = ? AND session_id IS ?", (user_id, session_id)
-        ).fetchone()
-        cache[key] = -1 if row[0] is None else int(row[0])
-    cache[key] += 1
-    return cache[key]
+def number_turns(c: sqlite3.Connection, items: Sequence[MemoryItem]) -> dict[tuple[str, str | None], int]:
+    """Give each unnumbered message the next position of its session (in place); the first position given in each
+    (user, session).
+
+    The next position follows the largest of the session stored so far and of the items before it in ``items``,
+    as when the items are inserted one after another and each reads the largest when it is first needed.
+    """
+    last: dict[tuple[str, str | None], int] = {}
+    earlier: dict[tuple[str, str | None], int] = {}  # the largest position of the items so far, per session
+    first: dict[tuple[str, str | None], int] = {}
+    for item in items:
+        key = (item.user_id, item.session_id)
+        if item.position is None and item.kind == MemoryKind.MESSAGE:
+            if key not in last:
+                row = c.execute(
+                    "SELECT max(position) FROM memories WHERE user_id = ? AND session_id IS ?",
+                    (item.user_id, item.session_id),
+                ).fetchone()
+                last[key] = max(-1 if row[0] is None else int(row[0]), earlier.get(key, -1))
+            last[key] += 1
+            item.position = last[key]
+            first.setdefault(key, item.position)
+        elif item.position is not None and key not in last:
+            earlier[key] = max(earlier.get(key, -1), item.position)
+    return first
 
 
 class SQLiteWrites:
@@ -159,17 +237,18 @@ class SQLiteWrites:
         with self._db.atomic() as c:
             if finish is not None:  # first: a fenced job writes nothing
                 jobs_sql.finish(c, finish, to_micros(utcnow()))
-            next_position: dict[tuple[str, str | None], int] = {}
-            for item, body, vec in zip(items, index_texts, vecs, strict=True):
-                if item.position is None and item.kind == MemoryKind.MESSAGE:
-                    item.position = _next_position(c, next_position, item.user_id, item.session_id)
-                pks.append(insert_row(c, item, body, vec, text_entry=False))
-                extra = dict((changes or {}).get(item.id, {}))
-                log_event(c, item.user_id, item.id, event, item.created_at, None, item.text, extra)
-                if item.superseded_by:  # an older claim learnt late: born superseded, so are its messages
-                    mark_contradicted(c, item)
-            for pk, item, body in zip(pks, items, index_texts, strict=True):  # together: one FTS5 flush
-                index_entry(c, pk, item, body)
+            first_new = number_turns(c, items)
+            if any(item.superseded_by for item in items):  # an older claim learnt late: row by row
+                for item, body, vec in zip(items, index_texts, vecs, strict=True):
+                    pks.append(insert_row(c, item, body, vec, text_entry=False))
+                    extra = dict((changes or {}).get(item.id, {}))
+                    log_event(c, item.user_id, item.id, event, item.created_at, None, item.text, extra)
+                    if item.superseded_by:  # born superseded, so are its messages
+                        mark_contradicted(c, item)
+                for pk, item, body in zip(pks, items, index_texts, strict=True):  # together: one FTS5 flush
+                    index_entry(c, pk, item, body)
+            else:
+                pks = insert_rows(c, items, index_texts, vecs, event, changes or {}, first_new)
             for item, entry in updates:
                 update_fields(c, row_key(c, item.user_id, item.id), item)
                 log_event(
