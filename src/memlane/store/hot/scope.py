@@ -80,6 +80,27 @@ class _Grow:
             self.a = bigger
 
 
+def row_of_columns(r: Sequence[object], entities: Mapping[str, bool]) -> HotRow:
+    """A row from a backend's selected columns, in ``HotRow``'s field order up to ``text``."""
+    return HotRow(
+        int(r[0]),  # type: ignore[call-overload]
+        str(r[1]),
+        str(r[2]),
+        None if r[3] is None else str(r[3]),
+        None if r[4] is None else int(r[4]),  # type: ignore[call-overload]
+        int(r[5]),  # type: ignore[call-overload]
+        float(r[6]),  # type: ignore[arg-type]
+        None if r[7] is None else int(r[7]),  # type: ignore[call-overload]
+        None if r[8] is None else int(r[8]),  # type: ignore[call-overload]
+        None if r[9] is None else str(r[9]),
+        None if r[10] is None else str(r[10]),
+        bool(r[11]),
+        str(r[12]),
+        str(r[13]),
+        entities,
+    )
+
+
 def _without_text(row: HotRow) -> HotRow:
     """The row as the model keeps it (positional: ``dataclasses.replace`` costs five times as much)."""
     if not row.body and not row.text:

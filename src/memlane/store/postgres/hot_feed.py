@@ -28,7 +28,7 @@ from types import MappingProxyType
 
 from memlane.store.hot import cache
 from memlane.store.hot.cache import Changes
-from memlane.store.hot.scope import NO_ENTITIES, HotRow
+from memlane.store.hot.scope import NO_ENTITIES, HotRow, row_of_columns
 from memlane.store.postgres.db import COMMITS, Database
 
 #: The log of a user is pruned once it spans this many transaction ids past the floor.
@@ -51,23 +51,7 @@ def _row(r: Sequence[object]) -> HotRow:
         if links
         else NO_ENTITIES
     )
-    return HotRow(
-        int(r[0]),  # type: ignore[call-overload]
-        str(r[1]),
-        str(r[2]),
-        None if r[3] is None else str(r[3]),
-        None if r[4] is None else int(r[4]),  # type: ignore[call-overload]
-        int(r[5]),  # type: ignore[call-overload]
-        float(r[6]),  # type: ignore[arg-type]
-        None if r[7] is None else int(r[7]),  # type: ignore[call-overload]
-        None if r[8] is None else int(r[8]),  # type: ignore[call-overload]
-        None if r[9] is None else str(r[9]),
-        None if r[10] is None else str(r[10]),
-        bool(r[11]),
-        str(r[12]),
-        str(r[13]),
-        entities,
-    )
+    return row_of_columns(r, entities)
 
 
 _ERASURES = "SELECT coalesce((SELECT value::bigint FROM meta WHERE key = 'erasures'), 0)"

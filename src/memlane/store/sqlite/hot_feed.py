@@ -15,7 +15,7 @@ from collections.abc import Hashable, Sequence
 
 from memlane.store.hot import cache
 from memlane.store.hot.cache import Changes
-from memlane.store.hot.scope import NO_ENTITIES, HotRow
+from memlane.store.hot.scope import NO_ENTITIES, HotRow, row_of_columns
 from memlane.store.sqlite.db import Database
 
 #: The log of a user is pruned (up to what this process applied) once it holds this many entries more than the floor.
@@ -30,23 +30,7 @@ _FROM = "memories m LEFT JOIN memories_fts f ON f.rowid = m.pk"
 
 def hot_row(r: Sequence[object], entities: dict[int, dict[str, bool]]) -> HotRow:
     """A model row from the selected columns (``_COLUMNS``'s order) and the entity links by row key."""
-    return HotRow(
-        int(r[0]),  # type: ignore[call-overload]
-        str(r[1]),
-        str(r[2]),
-        None if r[3] is None else str(r[3]),
-        None if r[4] is None else int(r[4]),  # type: ignore[call-overload]
-        int(r[5]),  # type: ignore[call-overload]
-        float(r[6]),  # type: ignore[arg-type]
-        None if r[7] is None else int(r[7]),  # type: ignore[call-overload]
-        None if r[8] is None else int(r[8]),  # type: ignore[call-overload]
-        None if r[9] is None else str(r[9]),
-        None if r[10] is None else str(r[10]),
-        bool(r[11]),
-        str(r[12]),
-        str(r[13]),
-        entities.get(int(r[0]), NO_ENTITIES),  # type: ignore[call-overload]
-    )
+    return row_of_columns(r, entities.get(int(r[0]), NO_ENTITIES))  # type: ignore[call-overload]
 
 
 def entity_links(rows: Sequence[Sequence[object]]) -> dict[int, dict[str, bool]]:
