@@ -15,7 +15,8 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
-from memlane.store.hot.scope import HotRow, HotScope
+from memlane.store.hot.rows import HotRow
+from memlane.store.hot.scope import HotScope
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from types import MappingProxyType
 
 from memlane.store.hot import cache
 from memlane.store.hot.cache import Changes
-from memlane.store.hot.scope import NO_ENTITIES, HotRow, row_of_columns
+from memlane.store.hot.rows import NO_ENTITIES, HotRow, row_of_columns
 from memlane.store.postgres.db import COMMITS, Database
 
 #: The log of a user is pruned once it spans this many transaction ids past the floor.

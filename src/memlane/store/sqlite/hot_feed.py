@@ -15,7 +15,7 @@ from collections.abc import Hashable, Sequence
 
 from memlane.store.hot import cache
 from memlane.store.hot.cache import Changes
-from memlane.store.hot.scope import NO_ENTITIES, HotRow, row_of_columns
+from memlane.store.hot.rows import NO_ENTITIES, HotRow, row_of_columns
 from memlane.store.sqlite.db import Database
 
 #: The log of a user is pruned (up to what this process applied) once it holds this many entries more than the floor.
