@@ -146,7 +146,9 @@ class Config:
     preset: str = "default"
     max_text_chars: int = 32_000
     max_id_chars: int = 256
-    embed_batch: int = 64
+    # Texts handed to the embedder per call. MiniLM sorts each call's texts by length before batching, so a large
+    # call pads less: 1024 took MiniLM ingest from 123 to 158 items/s against 64 (LoCoMo-like turns, 2 cores).
+    embed_batch: int = 1024
     recency_half_life_days: float = 30.0
     # -- optional reranking of the best fused candidates (memlane.retrieval.rerank): None, "mmr[:LAMBDA]" or
     # "endpoint:MODEL@URL" (a local cross-encoder server's /rerank); off by default.
