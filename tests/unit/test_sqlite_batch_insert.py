@@ -100,3 +100,23 @@ def test_number_turns_follows_positions_given_earlier_in_the_batch(tmp_path: Pat
     assert [it.position for it in items] == [7, 8, 2, 9]
     with sqlite3.connect(tmp_path / "n.db") as conn:
         assert conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 0
+
+
+def test_batch_insert_in_many_statements_writes_the_rows_of_one(tmp_path: Path) -> None:
+    # A low bound-parameter limit splits each table's rows over many multi-row statements: the same rows, and the
+    # logs the triggers write (fact and vector logs) in the same order.
+    whole, split = _store(tmp_path / "whole.db"), _store(tmp_path / "split.db")
+    split.conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 70)  # two memory rows, 17 entity rows a statement
+    rng = np.random.default_rng(1)
+    for items in _batches():
+        vecs = rng.standard_normal((len(items), 8)).astype(np.float32)
+        bodies = [f"{it.text} body" for it in items]
+        for db, batch in ((whole, [it.model_copy(deep=True) for it in items]), (split, items)):
+            with db.atomic() as c:
+                insert_rows(c, batch, bodies, vecs, HistoryEvent.ADD, {}, number_turns(c, batch))
+    assert _dump(split) == _dump(whole)
+    for table in ("fact_log", "vector_log"):
+        assert split.read(f"SELECT * FROM {table} ORDER BY seq") == whole.read(f"SELECT * FROM {table} ORDER BY seq")
+    assert len(whole.read("SELECT * FROM fact_log")) == len(_dump(whole)["memories"]) + len(
+        _dump(whole)["memory_entities"]
+    )
