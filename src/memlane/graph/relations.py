@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from memlane.enrich.aliases import _A_KIN_NAMED, _NAME_THEN_KIN, _NAMED_KIN, USER, EntityResolver
@@ -42,6 +43,10 @@ _LIKES: Final = re.compile(
     rf"(?:\s+(?:am|is|are)|['’](?:m|s|re)){_ADVERB}\s+(?:into|passionate about|obsessed with|a big fan of|a fan of))"
     r"\s+(?P<obj>[a-z][^,;.!?]{1,60})",
 )
+# What each pattern cannot match without (the patterns take no flags, so their words match as written): a kin
+# pattern holds "my"/"our" before a kin term ("my sister", "Anna, my sister") or "named"/"called" ("a dog named
+# Rex"); the others their verbs. A sentence with none of a pattern's cues is not scanned with it.
+_OWNED_KIN: Final = re.compile(rf"(?:[Mm]y|[Oo]ur)\s+(?:(?:little|big|older|younger|baby|best)\s+)?(?:{_KIN})")
 _NEGATED: Final = re.compile(r"\b(?:not|n't|never|no longer|any ?more)\b", re.I)
 _OBJECT_CUT: Final = re.compile(
     r"\s+(?:with|at|in|on|when|because|since|so|but|and|or|to|for|from|every|during|after|before|while|if|as|"
@@ -82,6 +87,48 @@ def _kin_claim(owner: str, kin: str, name: str, source: MemoryItem) -> RelationC
     return RelationClaim(owner, predicate, name, source.id, when, "person", named_type)
 
 
+@dataclass(frozen=True, slots=True)
+class _Cues:
+    """Which patterns may match a text: those whose cue it holds (a pattern without its cue cannot match)."""
+
+    kin: bool
+    works: bool
+    lives: bool
+    likes: bool
+
+    @classmethod
+    def of(cls, text: str, within: _Cues | None = None) -> _Cues:
+        """The cues of ``text``; of those ``within`` holds only (``text`` is part of a text with those cues)."""
+        kin, works, lives, likes = (True,) * 4 if within is None else within
+        return cls(
+            kin
+            and (
+                "named" in text
+                or "called" in text
+                or (("my" in text or "My" in text or "our" in text or "Our" in text) and bool(_OWNED_KIN.search(text)))
+            ),
+            works and ("work" in text or "job" in text or "intern" in text),
+            lives and ("live" in text or "living" in text or "moved" in text or "relocated" in text),
+            likes
+            and (
+                "love" in text
+                or "like" in text
+                or "enjoy" in text
+                or "adore" in text
+                or "into" in text
+                or "passionate about" in text
+                or "obsessed with" in text
+                or "fan of" in text
+            ),
+        )
+
+    def __iter__(self) -> Iterator[bool]:
+        return iter((self.kin, self.works, self.lives, self.likes))
+
+    def __bool__(self) -> bool:
+        return self.kin or self.works or self.lives or self.likes
+
+
 class RelationReader:
     """Reads relations from one user's turns, resolving names through the user's alias table.
 
@@ -98,28 +145,40 @@ class RelationReader:
             return []
         if item.role == "assistant" and not item.speaker:
             return []
+        whole = _Cues.of(item.text)
+        if not whole:  # no sentence of it can state a relation
+            return []
         me = canonical(item.speaker) if item.speaker else USER_NODE
         out: dict[tuple[str, str, str], RelationClaim] = {}
         for sentence in re.split(r"(?<=[.!?])\s+|\n+", item.text):
-            if not sentence or sentence.rstrip().endswith("?") or HYPOTHETICAL.search(sentence):
+            cues = whole if sentence == item.text else _Cues.of(sentence, whole)
+            if not cues or sentence.rstrip().endswith("?") or HYPOTHETICAL.search(sentence):
                 continue
-            for claim in self._sentence(sentence, me, item):
+            for claim in self._sentence(sentence, me, item, cues):
                 if claim.subject and claim.object and claim.subject != claim.object:
                     out.setdefault((claim.subject, claim.predicate, claim.object), claim)
         return list(out.values())
 
-    def _sentence(self, text: str, me: str, item: MemoryItem) -> Iterable[RelationClaim]:
-        for pattern in (_NAMED_KIN, _A_KIN_NAMED, _NAME_THEN_KIN):
-            for m in pattern.finditer(text):
-                name = canonical(m.group("name"))
-                if not name or name in _NOT_NAMES or name in _HONORIFICS:  # "my therapist Dr. Okafor": "Dr"
-                    continue
-                yield _kin_claim(me, m.group("kin"), self._resolver.resolve(name), item)
+    def _sentence(self, text: str, me: str, item: MemoryItem, cues: _Cues) -> Iterable[RelationClaim]:
+        if cues.kin:
+            for pattern in (_NAMED_KIN, _A_KIN_NAMED, _NAME_THEN_KIN):
+                for m in pattern.finditer(text):
+                    name = canonical(m.group("name"))
+                    if not name or name in _NOT_NAMES or name in _HONORIFICS:  # "my therapist Dr. Okafor": "Dr"
+                        continue
+                    yield _kin_claim(me, m.group("kin"), self._resolver.resolve(name), item)
+        if not (cues.works or cues.lives or cues.likes):
+            return
         negated = _NEGATED.search(text) is not None
         if negated:
             return
         when = item.event_time or item.timestamp
-        for pattern, predicate, obj_type in ((_WORKS, "works_at", "organisation"), (_LIVES, "lives_in", "place")):
+        for pattern, predicate, obj_type, cued in (
+            (_WORKS, "works_at", "organisation", cues.works),
+            (_LIVES, "lives_in", "place", cues.lives),
+        ):
+            if not cued:
+                continue
             for m in pattern.finditer(text):
                 subject = self._subject(m.group("subj"), me, item)
                 obj = canonical(re.sub(r"^the\s+", "", m.group("obj"), flags=re.I))
@@ -127,7 +186,7 @@ class RelationReader:
                     yield RelationClaim(
                         subject, predicate, self._resolver.resolve(obj), item.id, when, "person", obj_type
                     )
-        for m in _LIKES.finditer(text):
+        for m in _LIKES.finditer(text) if cues.likes else ():
             subject = self._subject(m.group("subj"), me, item)
             thing = _object_phrase(m.group("obj"))
             if subject and thing:
