@@ -391,12 +391,13 @@ class Memory:
         self._check_embedder()
         texts = [index_text(it) for it in items]
         vectors = self._embed(texts)
-        aliases = self._enrich(items, vectors) if enrich else None
+        tables: dict[str, builtins.list[AliasRow]] = {}  # the alias tables enrichment reads, for the relations
+        aliases = self._enrich(items, vectors, tables) if enrich else None
         if annotate is not None:  # facts the caller knows beyond enrichment (an observation's tagged entities)
             for user, rows in annotate(items).items():
                 aliases = aliases if aliases is not None else {}
                 aliases.setdefault(user, []).extend(rows)
-        relations = relations_by_user(items, aliases, self._store) if aliases is not None else None
+        relations = relations_by_user(items, aliases, self._store, tables) if aliases is not None else None
         if self._store.embedder_identity() is None:
             self._store.set_embedder_identity(self._embedder.identity, self._embedder.dim)
         self._store.insert(
@@ -517,14 +518,24 @@ class Memory:
         with self._consolidating(user_id):
             return self._distiller.enforce_capacity(user_id, hard=hard)
 
-    def _enrich(self, items: Sequence[MemoryItem], vectors: Vectors) -> dict[str, builtins.list[AliasRow]]:
-        """Fill the write-time dimensions of new items; returns each user's changed entity-table rows."""
+    def _enrich(
+        self,
+        items: Sequence[MemoryItem],
+        vectors: Vectors,
+        tables: dict[str, builtins.list[AliasRow]] | None = None,
+    ) -> dict[str, builtins.list[AliasRow]]:
+        """Fill the write-time dimensions of new items; returns each user's changed entity-table rows (and puts
+        each user's table as read into ``tables``).
+        """
         by_user: dict[str, builtins.list[int]] = {}
         for i, item in enumerate(items):
             by_user.setdefault(item.user_id, []).append(i)
         changed: dict[str, builtins.list[AliasRow]] = {}
         for user_id, idx in by_user.items():
-            before = set(self._store.entity_aliases(user_id))
+            stored = self._store.entity_aliases(user_id)
+            if tables is not None:
+                tables[user_id] = stored
+            before = set(stored)
             resolver = EntityResolver.from_rows(before)
             self._enricher.enrich([items[i] for i in idx], vectors[idx], resolver)
             changed[user_id] = [row for row in resolver.to_rows() if row not in before]

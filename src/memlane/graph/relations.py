@@ -224,17 +224,22 @@ def read_relations(items: Sequence[MemoryItem], resolver: EntityResolver) -> lis
 
 
 def relations_by_user(
-    items: Sequence[MemoryItem], aliases: Mapping[str, Sequence[AliasRow]], store: EntityIndex
+    items: Sequence[MemoryItem],
+    aliases: Mapping[str, Sequence[AliasRow]],
+    store: EntityIndex,
+    tables: Mapping[str, Sequence[AliasRow]] | None = None,
 ) -> dict[str, list[RelationClaim]]:
     """Each user's relations read from new ``items``, with the alias table as stored plus the ``aliases`` rows
-    the same write adds (enrichment has already learnt from the items).
+    the same write adds (enrichment has already learnt from the items). ``tables`` holds the stored tables
+    enrichment has just read (a user's is read again only when it is not there).
     """
     by_user: dict[str, list[MemoryItem]] = {}
     for item in items:
         by_user.setdefault(item.user_id, []).append(item)
     out: dict[str, list[RelationClaim]] = {}
     for user_id, own in by_user.items():
-        rows = [*store.entity_aliases(user_id), *aliases.get(user_id, ())]
+        stored = tables.get(user_id) if tables is not None else None
+        rows = [*(store.entity_aliases(user_id) if stored is None else stored), *aliases.get(user_id, ())]
         claims = read_relations(own, EntityResolver.from_rows(rows))
         if claims:
             out[user_id] = claims
