@@ -7,7 +7,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from memlane.models import HistoryEntry, HistoryEvent
 from memlane.store.sqlite.db import Database
@@ -28,6 +28,9 @@ def log_event(
     log_events(c, [(user_id, memory_id, event, at, old_text, new_text, changes)])
 
 
+# ``json.dumps(value, default=str)``, without building an encoder per call (as dumps does for any option)
+_JSON: Final = json.JSONEncoder(default=str).encode
+
 HistoryRow = tuple[str, str, HistoryEvent, datetime, str | None, str | None, dict[str, Any] | None]
 
 
@@ -36,7 +39,7 @@ def log_events(c: sqlite3.Connection, rows: Sequence[HistoryRow]) -> None:
     c.executemany(
         "INSERT INTO history (memory_id, user_id, event, at, old_text, new_text, changes) VALUES (?, ?, ?, ?, ?, ?, ?)",
         [
-            (memory_id, user_id, event.value, to_micros(at), old, new, json.dumps(changes or {}, default=str))
+            (memory_id, user_id, event.value, to_micros(at), old, new, _JSON(changes or {}))
             for user_id, memory_id, event, at, old, new, changes in rows
         ],
     )

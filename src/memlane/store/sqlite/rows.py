@@ -20,11 +20,13 @@ SELECT_ITEM: Final = f"SELECT {COLUMNS} FROM memories m"
 
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+# ``json.dumps(value, ensure_ascii=False)``, without building an encoder per call (as dumps does for any option)
+_JSON: Final = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def to_micros(value: datetime) -> int:
     """An aware datetime as integer microseconds since the epoch (exact round trip)."""
-    delta = value.astimezone(UTC) - datetime(1970, 1, 1, tzinfo=UTC)
+    delta = value.astimezone(UTC) - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
@@ -61,13 +63,13 @@ def item_params(item: MemoryItem, embed_hash: str) -> tuple[Any, ...]:
         item.access_count,
         _opt_micros(item.last_accessed),
         item.content_hash,
-        json.dumps([s.model_dump(mode="json") for s in item.sources], ensure_ascii=False),
-        json.dumps(item.metadata, ensure_ascii=False),
+        _JSON([s.model_dump(mode="json") for s in item.sources]),
+        _JSON(item.metadata),
         item.position,
         _opt_micros(item.event_end),
         item.category,
         item.intent,
-        json.dumps(item.entities, ensure_ascii=False),
+        _JSON(item.entities),
         _opt_micros(item.valid_from),
         _opt_micros(item.valid_until),
         item.superseded_by,
