@@ -561,9 +561,10 @@ class Memory:
         check_int(top_k, what="top_k", low=1, high=self.limits.top_k)
         flt = check_filters(filters, self.limits)
         chosen = self._preset(preset_name)
-        self._check_embedder()
         now = utcnow()
-        hits = self._retriever.search(query, user_id, top_k=top_k, filters=flt, preset=chosen, now=now)
+        with self._store.pinned():  # one look at other processes' commits for the whole search
+            self._check_embedder()
+            hits = self._retriever.search(query, user_id, top_k=top_k, filters=flt, preset=chosen, now=now)
         if hits:
             if not self._store.read_only:
                 # Usage statistics are best-effort: a full disk or a lock held too long must not fail a read.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -524,6 +525,10 @@ class StoreInfo(Protocol):
 
     def size_bytes(self) -> int:
         """Bytes the store takes on disk (0 in memory)."""
+        ...
+
+    def pinned(self) -> AbstractContextManager[None]:
+        """A read of several steps (one search): other processes' commits are seen as of its start, once."""
         ...
 
     def count(self, user_id: str | None = None) -> int:
