@@ -28,6 +28,7 @@ from memlane.models import (
 )
 from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.records import (
+    AccessUse,
     CandidateFacts,
     Contradiction,
     Feedback,
@@ -140,8 +141,8 @@ class RecordWriter(Protocol):
         """Remove everything of one user (history, jobs, archive, aliases, feedback); returns the memories removed."""
         ...
 
-    def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None:
-        """Increment access counts and set last access time."""
+    def record_access(self, user_id: str, uses: Mapping[str, AccessUse]) -> None:
+        """Add each memory's new uses to its access count and set its last access time (ids not held: ignored)."""
         ...
 
 
