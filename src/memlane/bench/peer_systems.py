@@ -157,8 +157,9 @@ class SharedEmbedding:
         return vector
 
 
-def _shared_minilm(folder: Path) -> SharedEmbedding:
-    embedder = make_embedder("minilm")
+def _shared_embedding(embedder_name: str | None) -> SharedEmbedding:
+    """The embedder of that name (MiniLM by default), so that a peer embeds with exactly what memlane uses."""
+    embedder = make_embedder(embedder_name or "minilm")
     embedder.embed(["warm up"])
     return SharedEmbedding(embedder)
 
@@ -169,14 +170,15 @@ class ChromaSystem:
     name = "chroma"
     setup = (
         "chromadb.PersistentClient(path=tmp, Settings(anonymized_telemetry=False)), one collection with "
-        "hnsw space=cosine, a custom EmbeddingFunction running the bundled MiniLM, scope by where={'user_id': U}"
+        "hnsw space=cosine, a custom EmbeddingFunction running memlane's embedder (MiniLM unless --embedder names "
+        "another), scope by where={'user_id': U}"
     )
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *, embedder: str | None = None) -> None:
         chromadb = require("chroma")
         settings = importlib.import_module("chromadb.config").Settings(anonymized_telemetry=False)
         ef_base = importlib.import_module("chromadb.api.types").EmbeddingFunction
-        shared = _shared_minilm(folder)
+        shared = _shared_embedding(embedder)
 
         class MiniLMFunction(ef_base):  # type: ignore[misc,valid-type]
             def __init__(self) -> None:
@@ -228,16 +230,17 @@ class LanceDBSystem:
 
     name = "lancedb"
     setup = (
-        "lancedb.connect(tmp), one table (id, user_id, text, vector[384]) with vectors from the bundled MiniLM, "
+        "lancedb.connect(tmp), one table (id, user_id, text, vector[384]) with vectors from memlane's embedder (the bundled MiniLM "
+        "unless --embedder names another), "
         "create_fts_index('text', with_position=True) (native, default tokenizer), "
         "search(query_type='hybrid').vector(v).text(q).where(user_id=U, prefilter).rerank(RRFReranker())"
     )
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *, embedder: str | None = None) -> None:
         self._lancedb = require("lancedb")
         self._pa = importlib.import_module("pyarrow")
         self._rrf = importlib.import_module("lancedb.rerankers").RRFReranker()
-        self._embed = _shared_minilm(folder)
+        self._embed = _shared_embedding(embedder)
         self._db = self._lancedb.connect(str(folder / "lancedb"))
         self._table: Any = None
 
@@ -340,9 +343,9 @@ def build(system: str, folder: Path, *, embedder: str | None = None) -> System:
     if system == "bm25s":
         return Bm25sSystem(folder)
     if system == "chroma":
-        return ChromaSystem(folder)
+        return ChromaSystem(folder, embedder=embedder)
     if system == "lancedb":
-        return LanceDBSystem(folder)
+        return LanceDBSystem(folder, embedder=embedder)
     if system == "mem0":
         return Mem0System(folder)
     raise MissingDependencyError(f"unknown system {system!r}", "bench")

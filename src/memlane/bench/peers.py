@@ -198,6 +198,17 @@ def locomo_quality(
     )
 
 
+def point_embedder(system: str, embedder: str | None) -> str:
+    """What embedded a system's texts: memlane, Chroma and LanceDB share memlane's embedder (``--embedder``); mem0
+    always runs its own MiniLM; bm25s embeds nothing.
+    """
+    if system == "bm25s":
+        return "none"
+    if system == "mem0":
+        return "minilm (its own)"
+    return embedder or "minilm"
+
+
 def speed_point(
     locomo: Path,
     memorybank: Path | None,
@@ -237,7 +248,7 @@ def speed_point(
         disk = dir_size_bytes(Path(tmp))
     return ScalePoint(
         system=system,
-        embedder="none" if system == "bm25s" else (embedder or "minilm"),
+        embedder=point_embedder(system, embedder),
         size=size,
         users=1,
         ingest_seconds=ingest_s,
