@@ -16,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
 
+from memlane.bench.common import forget_queries
 from memlane.config import Config
 from memlane.embedding import make_embedder
 from memlane.embedding._common import minilm_dir
@@ -99,6 +100,9 @@ class MemlaneSystem:
     def finish(self) -> None:
         return None
 
+    def forget_queries(self) -> None:
+        forget_queries(self._memory.embedder)
+
     def search(self, user: str, query: str, k: int) -> list[tuple[str, str]]:
         hits = self._memory.search(query, user_id=user, top_k=k, preset_name=self._preset)
         return [(str(h.memory.metadata["rid"]), h.memory.text) for h in hits]
@@ -155,6 +159,9 @@ class SharedEmbedding:
     def query(self, text: str) -> list[float]:
         vector: list[float] = self._embedder.embed_query(text).tolist()
         return vector
+
+    def forget_queries(self) -> None:
+        forget_queries(self._embedder)
 
 
 def _shared_embedding(embedder_name: str | None) -> SharedEmbedding:
@@ -263,6 +270,9 @@ class LanceDBSystem:
     def finish(self) -> None:
         # Positions are needed for phrase queries: a question with a quoted title is one.
         self._table.create_fts_index("text", replace=True, with_position=True)
+
+    def forget_queries(self) -> None:
+        self._embed.forget_queries()
 
     def search(self, user: str, query: str, k: int) -> list[tuple[str, str]]:
         rows = (
