@@ -13,6 +13,7 @@ from typing import Final, Literal
 from dateparser.date import DateDataParser  # type: ignore[import-untyped]  # no stubs shipped
 
 from memlane.enrich.cues import cue_words
+from memlane.enrich.relative import resolve_relative
 from memlane.models import as_utc
 
 log = logging.getLogger(__name__)
@@ -188,9 +189,8 @@ def _day_start(day: date) -> datetime:
     return datetime.combine(day, time(), tzinfo=UTC)
 
 
-def _span_of(moment: datetime, period: str) -> tuple[datetime, datetime, str]:
-    """The calendar span of ``period`` (day, week, month, year) that contains ``moment``."""
-    day = moment.date()
+def _span_of(day: date, period: str) -> tuple[datetime, datetime, str]:
+    """The calendar span of ``period`` (day, week, month, year) that contains ``day``."""
     if period == "week":
         start = day - timedelta(days=day.weekday())
         return _day_start(start), _day_start(start + timedelta(days=7)), "week"
@@ -213,8 +213,18 @@ def _parser(reference_day: date, prefer: Prefer) -> DateDataParser:
     )
 
 
-def _parse(expression: str, reference_day: date, prefer: Prefer) -> tuple[datetime, str] | None:
-    """Dateparser's reading of one normalised expression: a moment and its period, or None."""
+def _parse(expression: str, reference_day: date, prefer: Prefer) -> tuple[date, str] | None:
+    """The day and period one normalised expression names, or None: the common relative phrases read directly
+    (``memlane.enrich.relative``, which gives dateparser's answers), the rest by dateparser.
+    """
+    direct = resolve_relative(expression, reference_day, prefer)
+    if direct is not None:
+        return direct
+    return _parse_dateparser(expression, reference_day, prefer)
+
+
+def _parse_dateparser(expression: str, reference_day: date, prefer: Prefer) -> tuple[date, str] | None:
+    """Dateparser's reading of one normalised expression: the day and its period, or None."""
     try:
         data = _parser(reference_day, prefer).get_date_data(expression)
     except Exception:  # dateparser raises assorted errors on odd input; an unreadable expression is no time
@@ -222,7 +232,7 @@ def _parse(expression: str, reference_day: date, prefer: Prefer) -> tuple[dateti
         return None
     if data.date_obj is None:
         return None
-    return data.date_obj, str(data.period or "day")
+    return data.date_obj.date(), str(data.period or "day")
 
 
 @lru_cache(maxsize=16_384)
@@ -236,22 +246,22 @@ def _resolve(expression: str, reference_day: date, prefer: Prefer, kind: str) ->
         parsed = _parse(amount + " ago", reference_day, prefer)
         if parsed is None:
             return None
-        return _day_start(parsed[0].date()), _day_start(reference_day + timedelta(days=1)), "range"
+        return _day_start(parsed[0]), _day_start(reference_day + timedelta(days=1)), "range"
     if kind == "weekend":
         modifier = expression.removesuffix("weekend").strip()
         modifier = {"the": "", "over the": "", "this": "", "": ""}.get(modifier, modifier)
         parsed = _parse(f"{modifier} saturday".strip(), reference_day, prefer)
         if parsed is None:
             return None
-        saturday = parsed[0].date()
+        saturday = parsed[0]
         return _day_start(saturday), _day_start(saturday + timedelta(days=2)), "weekend"
     parsed = _parse(expression, reference_day, _ANCHORED_MONTH.get(kind, prefer))
     if parsed is None:
         return None
-    moment, period = parsed
+    day, period = parsed
     if kind == "bare_year" or re.fullmatch(rf"in {_YEAR}", expression):
         period = "year"
-    return _span_of(moment, period)
+    return _span_of(day, period)
 
 
 def _prefer(text: str) -> Prefer:
