@@ -358,14 +358,25 @@ class IntentClassifier:
         if len(texts) != probabilities.shape[0]:
             raise ValueError(f"{len(texts)} texts for {probabilities.shape[0]} vectors")
         labels = self.labels
+        ruled: list[int] = []
+        columns: list[int] = []
+        rest: list[int] = []
         for row, text in enumerate(texts):
             rule = rule_intent(text)
             if rule is not None and rule in labels:
-                probabilities[row] *= 1.0 - self._rule_weight
-                probabilities[row, labels.index(rule)] += self._rule_weight
-            elif self._gated:
-                probabilities[row, self._gated] = 0.0
-                probabilities[row] /= max(float(probabilities[row].sum()), 1e-12)
+                ruled.append(row)
+                columns.append(labels.index(rule))
+            else:
+                rest.append(row)
+        # the same float32 operations, row by row, done for all rows at once
+        if ruled:
+            probabilities[ruled] *= 1.0 - self._rule_weight
+            probabilities[ruled, columns] += self._rule_weight
+        if rest and self._gated:
+            block = probabilities[rest]
+            block[:, self._gated] = 0.0
+            block /= np.maximum(block.sum(axis=1, keepdims=True), np.float32(1e-12))
+            probabilities[rest] = block
         return probabilities
 
     def classify_texts(self, texts: Sequence[str]) -> list[Scored]:

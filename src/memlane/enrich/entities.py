@@ -125,6 +125,7 @@ _PERSON_CUE: Final = re.compile(r"(?:\b(?:named|called|with|met|meet|told|asked|
 _CAP_WORD = r"[A-ZÀ-ÖØ-Þ][\w'’\-]*"
 _CONNECTOR = r"(?:of|de|del|della|da|di|la|le|van|von|der|den|du|the|&|y|al|bin|ibn)"
 _TITLE = r"(?:(?:Mr|Mrs|Ms|Dr|Prof|St|Mt)\.\s+)"
+_CONNECTOR_WORD: Final = re.compile(_CONNECTOR, re.IGNORECASE)
 _CAP_RUN: Final = re.compile(rf"(?<![\w'’]){_TITLE}?{_CAP_WORD}(?:\s+(?:{_CONNECTOR}\s+){{0,2}}{_CAP_WORD})*")
 _SENTENCE_BREAK: Final = re.compile(r"(?:^|[.!?…:;\n\"“”(]\s*|[-–—]\s+)$")
 _MIXED_CASE: Final = re.compile(r"(?<![\w'’])[a-z]+[A-Z][\w\-]*")  # iPhone, eBay, macOS
@@ -286,7 +287,7 @@ def extract_entities(
             words = words[:-1]
         words, start = _trim(words, text, match.start(), known)
         # connectors left dangling at the end ("Bank of") are not part of the name
-        while words and re.fullmatch(_CONNECTOR, words[-1], re.IGNORECASE):
+        while words and _CONNECTOR_WORD.fullmatch(words[-1]):
             words = words[:-1]
         if not words:
             continue

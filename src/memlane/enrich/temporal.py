@@ -12,8 +12,8 @@ from typing import Final, Literal
 
 from dateparser.date import DateDataParser  # type: ignore[import-untyped]  # no stubs shipped
 
-from memlane.enrich.cues import cue_words
-from memlane.enrich.relative import resolve_relative
+from memlane.enrich.cues import ascii_words, cue_words
+from memlane.enrich.relative import NO_TIME, resolve_relative
 from memlane.models import as_utc
 
 log = logging.getLogger(__name__)
@@ -112,7 +112,11 @@ _DIGIT: Final = re.compile(r"\d")
 
 
 def _may_have_time(text: str) -> bool:
-    return _DIGIT.search(text) is not None or not _TIME_WORDS.isdisjoint(_LETTERS.findall(text.lower()))
+    if _DIGIT.search(text) is not None:
+        return True
+    # Without digits or underscores, the ASCII words the other scans of the turn share are its letter runs.
+    words = ascii_words(text) if "_" not in text else None
+    return not _TIME_WORDS.isdisjoint(_LETTERS.findall(text.lower()) if words is None else words)
 
 
 # The words an expression can start with (or a digit): ``_CANDIDATES`` opens with a word boundary, and every branch
@@ -218,9 +222,9 @@ def _parse(expression: str, reference_day: date, prefer: Prefer) -> tuple[date, 
     (``memlane.enrich.relative``, which gives dateparser's answers), the rest by dateparser.
     """
     direct = resolve_relative(expression, reference_day, prefer)
-    if direct is not None:
-        return direct
-    return _parse_dateparser(expression, reference_day, prefer)
+    if direct is None:
+        return _parse_dateparser(expression, reference_day, prefer)
+    return None if direct == NO_TIME else direct
 
 
 def _parse_dateparser(expression: str, reference_day: date, prefer: Prefer) -> tuple[date, str] | None:
