@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memlane.embedding.fake import HashEmbedder
-from memlane.enrich.classify import INTENTS, IntentClassifier, rule_intent
+from memlane.enrich.classify import _REQUEST, INTENTS, IntentClassifier, _may_request, rule_intent
 from memlane.enrich.temporal import _DIGIT, _LETTERS, _TIME_WORDS, _may_have_time
 
 TURNS = [
@@ -50,3 +50,15 @@ _TEXTS = st.lists(st.one_of(_WORDS, st.text(max_size=6)), max_size=8).map(" ".jo
 def test_time_word_test_equals_the_letter_runs(text: str) -> None:
     plain = _DIGIT.search(text) is not None or not _TIME_WORDS.isdisjoint(_LETTERS.findall(text.lower()))
     assert _may_have_time(text) == plain
+
+
+_REQUEST_SOUP = st.lists(
+    st.sampled_from(["Can", "you", "YOU", "me", "let", "Please", "pls", "Recommend", "list", "would", "mind", "ſ", "x"])
+    | st.sampled_from(list(" .,-'!?\n")),
+    max_size=10,
+)
+
+
+@given(_REQUEST_SOUP.map(" ".join) | _REQUEST_SOUP.map("".join))
+def test_request_gate_never_skips_a_request(text: str) -> None:
+    assert _may_request(text) or _REQUEST.search(text) is None

@@ -283,6 +283,8 @@ def extract_entities(
             add(EntityMention(match.group(0), "person", match.start(), match.end()))
     for match in _CAP_RUN.finditer(text):
         words = match.group(0).split()
+        if len(words) == 1 and _plain(words[0]) in _NOT_NAMES:
+            continue  # a lone filler ("I", "Thanks", "It's"): what _trim drops wherever it stands
         while words and _plain(words[-1]) in _ALWAYS_DROP:  # "Wish I", "Lately I've"
             words = words[:-1]
         words, start = _trim(words, text, match.start(), known)
