@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from memlane.embedding.fake import HashEmbedder
 from memlane.enrich.classify import _REQUEST, INTENTS, IntentClassifier, _may_request, rule_intent
+from memlane.enrich.entities import _CAP_RUN, _cap_runs
 from memlane.enrich.temporal import _DIGIT, _LETTERS, _TIME_WORDS, _may_have_time
 
 TURNS = [
@@ -62,3 +63,15 @@ _REQUEST_SOUP = st.lists(
 @given(_REQUEST_SOUP.map(" ".join) | _REQUEST_SOUP.map("".join))
 def test_request_gate_never_skips_a_request(text: str) -> None:
     assert _may_request(text) or _REQUEST.search(text) is None
+
+
+_CAPS_SOUP = st.lists(
+    st.sampled_from(["Anna", "Mr.", "Dr. ", "de", "of", "Bank", "O'Neil", "’s", "José", "ÉLAN", "x", "I", "iPhone"])
+    | st.sampled_from(list(" .,-'’\n(")),
+    max_size=12,
+)
+
+
+@given(_CAPS_SOUP.map(" ".join) | _CAPS_SOUP.map("".join))
+def test_capitalised_runs_are_what_finditer_finds(text: str) -> None:
+    assert [m.span() for m in _cap_runs(text)] == [m.span() for m in _CAP_RUN.finditer(text)]
