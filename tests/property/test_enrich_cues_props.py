@@ -34,6 +34,7 @@ _CUED: list[tuple[str, re.Pattern[str], Callable[[str], bool]]] = [
     ("request", classify._REQUEST, classify._may_request),
     ("preference", classify._PREFERENCE, _cued(classify._PREFERENCE_CUES)),
     ("plan", classify._PLAN, _cued(classify._PLAN_CUES)),
+    ("future cue", temporal._FUTURE_CUE, _cued(temporal._FUTURE_CUES)),
 ]
 
 

@@ -12,7 +12,7 @@ from typing import Final, Literal
 
 from dateparser.date import DateDataParser  # type: ignore[import-untyped]  # no stubs shipped
 
-from memlane.enrich.cues import ascii_words, cue_words
+from memlane.enrich.cues import ascii_words, cue_words, may_hold
 from memlane.enrich.relative import NO_TIME, resolve_relative
 from memlane.models import as_utc
 
@@ -268,8 +268,14 @@ def _resolve(expression: str, reference_day: date, prefer: Prefer, kind: str) ->
     return _span_of(day, period)
 
 
+# The first word of each of the future cue's branches ("won't" holds "won", "'ll" holds "ll").
+_FUTURE_CUES: Final = cue_words(
+    "will won shall gonna going plan plans planning upcoming coming next tomorrow can looking hope intend scheduled ll"
+)
+
+
 def _prefer(text: str) -> Prefer:
-    return "future" if _FUTURE_CUE.search(text) else "past"
+    return "future" if may_hold(text, _FUTURE_CUES) and _FUTURE_CUE.search(text) else "past"
 
 
 _LAST_MONTH: Final = re.compile(rf"(?:last|past|previous)\s+{_MONTH_FULL}", re.IGNORECASE)
