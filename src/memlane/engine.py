@@ -41,6 +41,7 @@ from memlane.extraction.factory import make_extraction
 from memlane.graph.neighbourhood import Neighbourhood, neighbourhood, resolve_entity
 from memlane.graph.relations import relations_by_user
 from memlane.graph.types import RelationEdge
+from memlane.lifecycle.access import AccessTally
 from memlane.lifecycle.distill import EXTRACT_JOB, Distiller, typed_hash
 from memlane.lifecycle.locks import Leases
 from memlane.lifecycle.routine_store import store_routines
@@ -163,6 +164,7 @@ class Memory:
         )
         self._extraction = make_extraction(self.config)  # before the store: it may fail on a missing extra
         self._store: Store = _open(target)
+        self._access = AccessTally()  # searches' access counts, written in batches (memlane.lifecycle.access)
         self._guard = Guard(self.config, chat=self._extraction.chat)  # injection detection and PII redaction
         self._enricher = Enricher(self._embedder)
         self._retriever = Retriever(
@@ -209,6 +211,7 @@ class Memory:
 
     def close(self) -> None:
         """Stop the job worker (after the job in hand; queued jobs wait for the next open) and close the store."""
+        self._write_access()
         self._worker.stop()
         if self._publisher is not None:
             self._publisher.close()
@@ -482,6 +485,7 @@ class Memory:
 
     def flush(self, *, timeout: float | None = None) -> None:
         """Block until no background job is queued or running; ``JobTimeoutError`` after ``timeout`` seconds."""
+        self._write_access()  # the searches' counts first, so that what this reads or writes includes them
         if timeout is not None:
             timeout = check_float(timeout, what="timeout", low=0.0, high=1e9)
         if not self._worker.wait_idle(timeout):
@@ -567,21 +571,18 @@ class Memory:
         tenant: str | None = None,
     ) -> list[Hit]:
         """The ``top_k`` memories of this user that best answer ``query``, each with its score breakdown."""
-        user_id = self._user(user_id, tenant)
+        user_id = self._user(user_id, tenant, counts=False)
         query = check_text(query, max_chars=self.limits.text_chars, what="query")
         check_int(top_k, what="top_k", low=1, high=self.limits.top_k)
         flt = check_filters(filters, self.limits)
         chosen = self._preset(preset_name)
-        self._check_embedder()
         now = utcnow()
-        hits = self._retriever.search(query, user_id, top_k=top_k, filters=flt, preset=chosen, now=now)
+        with self._store.pinned():  # one look at other processes' commits for the whole search
+            self._check_embedder()
+            hits = self._retriever.search(query, user_id, top_k=top_k, filters=flt, preset=chosen, now=now)
         if hits:
-            if not self._store.read_only:
-                # Usage statistics are best-effort: a full disk or a lock held too long must not fail a read.
-                try:
-                    self._store.record_access(user_id, [h.memory.id for h in hits], now)
-                except StoreError as exc:
-                    log.warning("access counts not recorded: %s", exc)
+            if not self._store.read_only and self._access.note(user_id, [h.memory.id for h in hits], now):
+                self._write_access()
             for h in hits:
                 h.memory.access_count += 1
                 h.memory.last_accessed = now
@@ -770,9 +771,25 @@ class Memory:
         user_id, memory_id = self._scoped(user_id, memory_id, tenant=tenant)
         return unscope(self._store.get(user_id, memory_id))
 
-    def _user(self, user_id: object, tenant: object) -> str:
-        """The store's scope key of a checked ``user_id`` within a checked ``tenant`` (see ``memlane.scope``)."""
-        return scope_key(check_tenant(tenant), require_scope(user_id, max_chars=self.limits.id_chars))
+    def _user(self, user_id: object, tenant: object, *, counts: bool = True) -> str:
+        """The store's scope key of a checked ``user_id`` within a checked ``tenant`` (see ``memlane.scope``).
+
+        Every user-scoped call passes here first, so here the searches' gathered access counts are written before
+        the call reads or writes memories (``counts=False``: a search, which only adds to them).
+        """
+        key = scope_key(check_tenant(tenant), require_scope(user_id, max_chars=self.limits.id_chars))
+        if counts and self._access:
+            self._write_access()
+        return key
+
+    def _write_access(self) -> None:
+        """Write the access counts gathered by searches (best-effort: a failure is logged, never raised)."""
+        for user_id, uses in self._access.drain().items():
+            # A full disk or a lock held too long must not fail a read.
+            try:
+                self._store.record_access(user_id, uses)
+            except StoreError as exc:
+                log.warning("access counts not recorded: %s", exc)
 
     def _scoped(
         self, user_id: object, memory_id: object, what: str = "memory_id", tenant: object = None
@@ -1023,6 +1040,7 @@ class Memory:
         A path is written whole or not at all; every line is checked with the rules ``import_`` applies, so an
         export never holds what its import would reject. User ids are written without their tenant.
         """
+        self._write_access()  # the searches' counts first, so that what this reads or writes includes them
         user_id = optional_id(user_id, max_chars=self.limits.id_chars, what="user_id")
         tenant = check_tenant(tenant)
         ident = self._store.embedder_identity()
@@ -1050,6 +1068,7 @@ class Memory:
         re-importing is a no-op); an id that belongs to another user is an error naming the line. Named with a
         trailing underscore as ``import`` is a keyword.
         """
+        self._write_access()  # the searches' counts first, so that what this reads or writes includes them
         check_bool(keep_user_ids, what="keep_user_ids")
         tenant = check_tenant(tenant)
         if keep_user_ids:
@@ -1125,6 +1144,7 @@ class Memory:
     # -- maintenance -------------------------------------------------------------------------------
     def stats(self, *, user_id: str | None = None, tenant: str | None = None) -> Stats:
         """Counts and size of the store (or of one user's memories; a tenant other than the default needs one)."""
+        self._write_access()  # the searches' counts first, so that what this reads or writes includes them
         user_id = optional_id(user_id, max_chars=self.limits.id_chars, what="user_id")
         if user_id is not None:
             user_id = scope_key(check_tenant(tenant), user_id)
@@ -1149,6 +1169,7 @@ class Memory:
         old, consistent state, and run again with the same embedder it resumes where it stopped. Returns how
         many memories this call embedded.
         """
+        self._write_access()  # the searches' counts first, so that what this reads or writes includes them
         batch_size = check_int(batch_size, what="batch_size", low=1, high=self.limits.batch)
         on_progress = check_callback(on_progress, what="on_progress")
         identity, dim = self._embedder.identity, self._embedder.dim

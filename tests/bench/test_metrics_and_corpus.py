@@ -8,10 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from memlane.bench.common import forget_queries
 from memlane.bench.corpus import Seeds, corpus, queries
 from memlane.bench.locomo import QuestionRow, group_scores
 from memlane.bench.metrics import bootstrap_mean, count_tokens, paired_bootstrap_test, percentile
+from memlane.bench.peers import point_embedder
 from memlane.bench.scale import ScalePlan, parse_max_sizes, user_blocks
+from memlane.embedding.cache import CachedQueryEmbedder
+from memlane.embedding.fake import HashEmbedder
 from memlane.errors import ConfigError
 
 
@@ -106,3 +110,19 @@ def test_importing_the_bench_package_needs_no_extra() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60,
                          cwd=Path(__file__).parent)  # fmt: skip
     assert out.stdout.strip() == "[]"
+
+
+def test_a_speed_point_names_the_embedder_each_system_really_used() -> None:
+    assert point_embedder("lancedb", "static") == "static"  # LanceDB and Chroma embed with memlane's embedder
+    assert point_embedder("chroma", None) == "minilm"
+    assert point_embedder("mem0", "static") == "minilm (its own)"  # mem0 always runs its own model
+    assert point_embedder("bm25s", "static") == "none"
+
+
+def test_a_timed_pass_starts_without_cached_query_vectors() -> None:
+    cached = CachedQueryEmbedder(HashEmbedder())
+    cached.embed_query("where does Kim live?")
+    forget_queries(cached)
+    cached.embed_query("where does Kim live?")
+    assert (cached.hits, cached.misses) == (0, 2)
+    forget_queries(HashEmbedder())  # an embedder without a cache: nothing to do, no error

@@ -81,6 +81,18 @@ def test_search_records_access(memory: Memory) -> None:
     assert memory.get(ids[3], user_id="bob").access_count == 0
 
 
+def test_access_counts_of_several_searches_add_up(memory: Memory) -> None:
+    seed(memory)
+    first = memory.search("beagle", user_id="ana", top_k=1)[0]
+    for _ in range(3):
+        assert memory.search("beagle", user_id="ana", top_k=1)[0].memory.id == first.memory.id
+    memory.search("trumpet jazz", user_id="bob", top_k=1)
+    stored = memory.get(first.memory.id, user_id="ana")
+    assert stored.access_count == 4
+    assert stored.last_accessed is not None and stored.last_accessed >= first.memory.last_accessed
+    assert sum(item.access_count for item in memory.list(user_id="bob")) == 1
+
+
 def test_filters(memory: Memory) -> None:
     seed(memory)
     assert {h.memory.role for h in memory.search("Biscuit beagle", user_id="ana", filters={"role": "assistant"})} == {

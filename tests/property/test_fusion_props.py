@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memlane.retrieval.fusion import BLEND, CONVEX, RRF, WEIGHTED, FusionSpec, fuse, minmax
+from memlane.retrieval.fusion import BLEND, CONVEX, RRF, WEIGHTED, FusionSpec, fuse, minmax, ranks
 
 SPECS = [WEIGHTED, CONVEX, RRF, BLEND]
 keys = st.sampled_from([f"m{i}" for i in range(12)])
@@ -89,3 +89,15 @@ def test_invalid_specs() -> None:
         FusionSpec("weighted", {"dense": -1.0})
     with pytest.raises(ValueError, match="method"):
         FusionSpec("median", {"dense": 1.0})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("spec", [WEIGHTED, CONVEX, BLEND])
+@given(sig=signals(), limit=st.one_of(st.none(), st.integers(1, 12)))
+def test_breakdown_ranks_are_the_dimensions_own_ranks(spec: FusionSpec, sig, limit) -> None:
+    tied = {d: {k: round(v, 1) for k, v in s.items()} for d, s in sig.items()}  # coarse scores: many ties
+    for case in (sig, tied):
+        own = {d: ranks(s) for d, s in case.items()}
+        for f in fuse(case, spec, limit):
+            for dim, part in f.breakdown.items():
+                if dim in own:
+                    assert part.rank == own[dim][f.key]

@@ -83,7 +83,12 @@ HOSTILE = st.one_of(SCALARS, STRINGS, STRUCTURES)
 
 
 def snapshot(memory: Memory) -> tuple[Any, ...]:
-    """Everything a refused call must leave untouched: every memory, its history, the jobs."""
+    """Everything a refused call must leave untouched: every memory, its history, the jobs.
+
+    Access counts that earlier searches gathered in memory are written first: they are part of the state before
+    the call, and the next call writes them, refused or not.
+    """
+    memory._write_access()
     items = [it.model_dump() for it in memory._store.iter_items(None)]
     history = [[h.model_dump() for h in memory._store.history(it["user_id"], it["id"])] for it in items]
     jobs = [j.model_dump() for j in memory._store.jobs(None, None, 10_000)]

@@ -41,3 +41,24 @@ def test_context_is_bounded_by_the_best_base_score(positions: dict[int, float], 
     ctx = context_scores(base, where, width)
     assert set(ctx) == set(where)
     assert all(0.0 <= v <= max(base.values()) + 1e-12 for v in ctx.values())
+
+
+@given(
+    st.dictionaries(
+        st.text("abcdefgh", min_size=1, max_size=3),
+        st.tuples(st.sampled_from([None, "s", "t", "u"]), st.integers(0, 30)),
+        min_size=1,
+        max_size=40,
+    ),
+    st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0, 0.3333333333333333, 0.1]), min_size=40, max_size=40),
+    st.integers(1, 4),
+)
+def test_session_score_equals_its_definition_exactly(
+    where: dict[str, tuple[str | None, int]], values: list[float], top: int
+) -> None:
+    base = {k: v for (k, v) in zip(where, values, strict=False) if v != 0.1}  # 0.1 stands for "no base score"
+    by_session: dict[str | None, list[float]] = {}
+    for mid, (session, _) in where.items():
+        by_session.setdefault(session, []).append(base.get(mid, 0.0))
+    strength = {s: sum(sorted(v, reverse=True)[:top]) / min(top, len(v)) for s, v in by_session.items()}
+    assert session_scores(base, where, top) == {mid: strength[s] for mid, (s, _) in where.items()}

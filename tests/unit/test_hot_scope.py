@@ -127,6 +127,26 @@ def test_a_delete_all_by_another_connection_leaves_no_ghost(tmp_path: Path, conf
         _assert_current(a, "u")
 
 
+def test_a_pinned_read_sees_other_commits_as_of_its_start_and_its_own_writes_at_once(
+    tmp_path: Path, config: Config
+) -> None:
+    path = tmp_path / "hot.db"
+    with (
+        Memory(path, embedder=HashEmbedder(), config=config) as a,
+        Memory(path, embedder=HashEmbedder(), config=config) as b,
+    ):
+        a.add("tomato garden", user_id="u", session_id="s")
+        assert len(a._store.text_search("u", ["tomato"], 10, Filters())) == 1
+        with a._store.pinned():
+            b.add("a tomato salad", user_id="u", session_id="s")  # another connection commits mid-read
+            assert len(a._store.text_search("u", ["tomato"], 10, Filters())) == 1
+            a.add("tomato soup", user_id="u", session_id="s")  # this connection's own write is seen at once
+            assert len(a._store.text_search("u", ["tomato"], 10, Filters())) == 3
+        b.add("tomato sauce", user_id="u", session_id="s")
+        assert len(a._store.text_search("u", ["tomato"], 10, Filters())) == 4  # the next read looks again
+        _assert_current(a, "u")
+
+
 def test_reads_inside_a_transaction_are_not_cached(tmp_path: Path, config: Config) -> None:
     """Rows written in a transaction that rolls back never reach the model (reads inside it use the tables)."""
     with Memory(tmp_path / "hot.db", embedder=HashEmbedder(), config=config) as m:

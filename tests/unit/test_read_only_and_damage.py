@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from pathlib import Path
 
@@ -54,7 +55,9 @@ def test_unknown_sqlite_url_options_are_refused(tmp_path: Path) -> None:
         Memory(f"sqlite:///{tmp_path / 'x.db'}?cache=shared", embedder="hash")
 
 
-def test_usage_tracking_failing_does_not_fail_a_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_usage_tracking_failing_does_not_fail_a_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     db = _filled(tmp_path)
     with Memory(db, embedder="hash") as m:
         store = m._store
@@ -63,7 +66,12 @@ def test_usage_tracking_failing_does_not_fail_a_search(tmp_path: Path, monkeypat
             raise StoreError("database or disk is full")
 
         monkeypatch.setattr(store, "record_access", full_disk)
-        assert m.search("beagle", user_id="ana")
+        hits = m.search("beagle", user_id="ana")
+        assert hits
+        # The counts are written before the next call that reads memories: that call still succeeds.
+        with caplog.at_level(logging.WARNING, logger="memlane.engine"):
+            assert m.get(hits[0].memory.id, user_id="ana").text == hits[0].memory.text
+        assert "access counts not recorded: database or disk is full" in caplog.text
 
 
 def test_a_damaged_full_text_index_is_named(tmp_path: Path) -> None:

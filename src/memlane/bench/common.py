@@ -74,6 +74,15 @@ class _QueueTracker:
         self._q.put(("advance", steps))
 
 
+def forget_queries(embedder: object) -> None:
+    """Empty an embedder's query-vector cache, so that a timed pass pays for its own query embeddings (a second
+    preset, or the chat pass after the search pass, would otherwise find every query's vector already cached).
+    """
+    clear = getattr(embedder, "clear", None)
+    if callable(clear):
+        clear()
+
+
 def machine() -> str:
     """A one-line description of the machine a result was measured on."""
     return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"

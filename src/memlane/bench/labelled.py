@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from memlane.bench.common import NullTracker, Tracker, machine
+from memlane.bench.common import NullTracker, Tracker, forget_queries, machine
 from memlane.bench.locomo import (
     COMPARED_METRICS,
     Comparison,
@@ -274,6 +274,7 @@ def run_set(
         ingest_s = time.perf_counter() - start
         results = []
         for name in names:
+            forget_queries(memory.embedder)
             rows: list[QuestionRow] = []
             track.phase(f"{evalset.name}: queries ({name})", len(scored))
             for q in scored:

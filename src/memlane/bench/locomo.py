@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from memlane.bench.common import NullTracker, Tracker, machine
+from memlane.bench.common import NullTracker, Tracker, forget_queries, machine
 from memlane.bench.locomo_data import (
     CATEGORY_NAMES,
     LocomoConversation,
@@ -295,6 +295,7 @@ def run_locomo(
         ingest_s = time.perf_counter() - start
         results = []
         for name in names:
+            forget_queries(memory.embedder)
             rows: list[QuestionRow] = []
             track.phase(f"LoCoMo: questions ({name})", len(questions))
             for q in questions:

@@ -16,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
 
+from memlane.bench.common import forget_queries
 from memlane.config import Config
 from memlane.embedding import make_embedder
 from memlane.embedding._common import minilm_dir
@@ -99,6 +100,9 @@ class MemlaneSystem:
     def finish(self) -> None:
         return None
 
+    def forget_queries(self) -> None:
+        forget_queries(self._memory.embedder)
+
     def search(self, user: str, query: str, k: int) -> list[tuple[str, str]]:
         hits = self._memory.search(query, user_id=user, top_k=k, preset_name=self._preset)
         return [(str(h.memory.metadata["rid"]), h.memory.text) for h in hits]
@@ -156,9 +160,13 @@ class SharedEmbedding:
         vector: list[float] = self._embedder.embed_query(text).tolist()
         return vector
 
+    def forget_queries(self) -> None:
+        forget_queries(self._embedder)
 
-def _shared_minilm(folder: Path) -> SharedEmbedding:
-    embedder = make_embedder("minilm")
+
+def _shared_embedding(embedder_name: str | None) -> SharedEmbedding:
+    """The embedder of that name (MiniLM by default), so that a peer embeds with exactly what memlane uses."""
+    embedder = make_embedder(embedder_name or "minilm")
     embedder.embed(["warm up"])
     return SharedEmbedding(embedder)
 
@@ -169,14 +177,15 @@ class ChromaSystem:
     name = "chroma"
     setup = (
         "chromadb.PersistentClient(path=tmp, Settings(anonymized_telemetry=False)), one collection with "
-        "hnsw space=cosine, a custom EmbeddingFunction running the bundled MiniLM, scope by where={'user_id': U}"
+        "hnsw space=cosine, a custom EmbeddingFunction running memlane's embedder (MiniLM unless --embedder names "
+        "another), scope by where={'user_id': U}"
     )
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *, embedder: str | None = None) -> None:
         chromadb = require("chroma")
         settings = importlib.import_module("chromadb.config").Settings(anonymized_telemetry=False)
         ef_base = importlib.import_module("chromadb.api.types").EmbeddingFunction
-        shared = _shared_minilm(folder)
+        shared = _shared_embedding(embedder)
 
         class MiniLMFunction(ef_base):  # type: ignore[misc,valid-type]
             def __init__(self) -> None:
@@ -228,16 +237,17 @@ class LanceDBSystem:
 
     name = "lancedb"
     setup = (
-        "lancedb.connect(tmp), one table (id, user_id, text, vector[384]) with vectors from the bundled MiniLM, "
+        "lancedb.connect(tmp), one table (id, user_id, text, vector[384]) with vectors from memlane's embedder (the bundled MiniLM "
+        "unless --embedder names another), "
         "create_fts_index('text', with_position=True) (native, default tokenizer), "
         "search(query_type='hybrid').vector(v).text(q).where(user_id=U, prefilter).rerank(RRFReranker())"
     )
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *, embedder: str | None = None) -> None:
         self._lancedb = require("lancedb")
         self._pa = importlib.import_module("pyarrow")
         self._rrf = importlib.import_module("lancedb.rerankers").RRFReranker()
-        self._embed = _shared_minilm(folder)
+        self._embed = _shared_embedding(embedder)
         self._db = self._lancedb.connect(str(folder / "lancedb"))
         self._table: Any = None
 
@@ -260,6 +270,9 @@ class LanceDBSystem:
     def finish(self) -> None:
         # Positions are needed for phrase queries: a question with a quoted title is one.
         self._table.create_fts_index("text", replace=True, with_position=True)
+
+    def forget_queries(self) -> None:
+        self._embed.forget_queries()
 
     def search(self, user: str, query: str, k: int) -> list[tuple[str, str]]:
         rows = (
@@ -340,9 +353,9 @@ def build(system: str, folder: Path, *, embedder: str | None = None) -> System:
     if system == "bm25s":
         return Bm25sSystem(folder)
     if system == "chroma":
-        return ChromaSystem(folder)
+        return ChromaSystem(folder, embedder=embedder)
     if system == "lancedb":
-        return LanceDBSystem(folder)
+        return LanceDBSystem(folder, embedder=embedder)
     if system == "mem0":
         return Mem0System(folder)
     raise MissingDependencyError(f"unknown system {system!r}", "bench")

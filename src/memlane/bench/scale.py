@@ -19,7 +19,15 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from memlane.bench.clients import ClientsPoint, clients_point, clients_table
-from memlane.bench.common import Tracker, current_rss_mb, dir_size_bytes, machine, peak_rss_mb, run_isolated
+from memlane.bench.common import (
+    Tracker,
+    current_rss_mb,
+    dir_size_bytes,
+    forget_queries,
+    machine,
+    peak_rss_mb,
+    run_isolated,
+)
 from memlane.bench.corpus import corpus, load_seeds, queries
 from memlane.bench.metrics import percentile
 from memlane.config import Config
@@ -212,6 +220,7 @@ def memlane_point(
                 memory.search(q, user_id=user, top_k=10, preset_name=preset_name)
             for user in dict.fromkeys(targets):  # every queried user's vectors loaded once, untimed
                 memory.search("hello", user_id=user, top_k=1, preset_name=preset_name)
+            forget_queries(memory.embedder)
             lat = []
             for q, user in zip(qs, targets, strict=True):
                 t0 = time.perf_counter()
@@ -219,6 +228,7 @@ def memlane_point(
                 lat.append((time.perf_counter() - t0) * 1000)
                 tracker.advance()
             tracker.phase(f"scale {embedder} {size:,} in {users:,} users: chat (add, then search)", len(qs))
+            forget_queries(memory.embedder)
             chat, adds = [], []
             for i, (q, user) in enumerate(zip(qs, targets, strict=True)):
                 t0 = time.perf_counter()

@@ -27,6 +27,8 @@ from memlane.embedding.base import Vectors
 from memlane.embedding.minilm import MiniLMEmbedder
 from memlane.errors import ConfigError, EmbeddingError, MemlaneError
 
+F32 = npt.NDArray[np.float32]
+
 log = logging.getLogger(__name__)
 
 MAX_TOKENS = 512
@@ -63,6 +65,32 @@ def distill_table(model: MiniLMEmbedder, *, pca_dims: int | None, sif_coefficien
     known = np.zeros(size, dtype=bool)
     known[kept] = True
     return StaticTable(vectors=vectors, known=known)
+
+
+def _token_sums(vectors: F32, flat: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> F32:
+    """Per text, the sum of its tokens' rows (``flat`` holds the texts' token ids one text after another).
+
+    Added position by position over the texts still running (longest first): about as many numpy steps as the
+    longest text has tokens, each over a few hundred rows, instead of ``np.add.reduceat`` over a gathered copy of
+    every token's row (slow along axis 0: 3x the time on 500 turns). Each text's sum runs in token order, so a
+    text's vector does not depend on the batch it came in.
+    """
+    n = len(lengths)
+    out = np.zeros((n, vectors.shape[1]), dtype=np.float32)
+    if not n or not int(lengths.max()):
+        return out
+    order = np.argsort(-lengths, kind="stable")
+    longest_first = lengths[order]
+    starts = (np.cumsum(lengths) - lengths)[order]
+    running = int(np.count_nonzero(longest_first > 0))
+    block = out[:running]
+    block[:] = vectors[flat[starts[:running]]]
+    for j in range(1, int(longest_first[0])):
+        running = int(np.count_nonzero(longest_first > j))
+        block[:running] += vectors[flat[starts[:running] + j]]
+    result = np.empty_like(out)
+    result[order] = out
+    return result
 
 
 class StaticEmbedder:
@@ -128,11 +156,9 @@ class StaticEmbedder:
         known = table.known[flat]
         flat = flat[known]  # the tokens in use, text after text
         lengths = np.bincount(np.repeat(np.arange(len(texts)), counts)[known], minlength=len(texts))
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        out = _token_sums(table.vectors, flat, lengths)
         present = lengths > 0
-        if present.any():
-            starts = np.concatenate([[0], np.cumsum(lengths[present])[:-1]])
-            out[present] = np.add.reduceat(table.vectors[flat], starts, axis=0) / lengths[present, None]
+        out[present] /= lengths[present, None]
         norms = np.linalg.norm(out, axis=1)
         empty = ~np.isfinite(norms) | (norms == 0)  # no known token (e.g. an empty text): a fixed unit vector
         out[empty] = 0.0

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memlane.embedding.base import Embedder, Vectors
-from memlane.enrich.cues import cue_words, may_hold
+from memlane.enrich.cues import ascii_words, cue_words, may_hold
 
 log = logging.getLogger(__name__)
 
@@ -281,16 +281,29 @@ _PLAN: Final = re.compile(
 
 _QUESTION_MARKS: Final = ("?", "؟", "？")  # Latin, Arabic, full-width (CJK)
 
-# Words one of which every match of the pattern holds (see ``memlane.enrich.cues``): a request's opening word; a
-# preference's verb (after a space: "'m into" holds "m", "can't stand" "can") or "fav..."; a plan's verb, also glued
-# to "i"/"we" where the pattern allows no space ("iwill"), or "plan", "next".
-_REQUEST_CUES: Final = cue_words(
-    "please pls can could would will remind let help tell show send give recommend suggest find make write explain list"
-)
+# A request holds "please"/"pls", an asking verb with "you", a verb with "me", or opens with an imperative.
+_ASKING: Final = cue_words("can could would will")
+_FOR_ME: Final = cue_words("remind let help tell show send give")
+_OPENING_REQUESTS: Final = cue_words("recommend suggest find make write explain list")
+_FIRST_WORD: Final = re.compile(r"\w+")
+# Words one of which every match of the pattern holds (see ``memlane.enrich.cues``): a preference's verb (after a
+# space: "'m into" holds "m", "can't stand" "can") or "fav..."; a plan's verb, also glued to "i"/"we" where the
+# pattern allows no space ("iwill"), or "plan", "next".
 _PREFERENCE_CUES: Final = cue_words("love adore like prefer enjoy hate dislike can cannot am m fav favorite favourite")
 _PLAN_CUES: Final = cue_words("going gonna planning about thinking ll plan next") | {
     f"{who}{verb}" for who in ("", "i", "we") for verb in ("will", "plan", "intend", "want", "hope")
 }
+
+
+def _may_request(text: str) -> bool:
+    """False only when ``_REQUEST`` cannot match plain ASCII ``text`` (see ``memlane.enrich.cues``)."""
+    words = ascii_words(text)
+    if words is None or "please" in words or "pls" in words:
+        return True
+    if ("you" in words and not _ASKING.isdisjoint(words)) or ("me" in words and not _FOR_ME.isdisjoint(words)):
+        return True
+    first = _FIRST_WORD.search(text)  # "^\W*(?:recommend|...)\b": the first word is the imperative
+    return first is not None and first.group().lower() in _OPENING_REQUESTS
 
 
 def rule_intent(text: str) -> str | None:
@@ -302,7 +315,7 @@ def rule_intent(text: str) -> str | None:
     stripped = text.strip()
     if not stripped:
         return None
-    if may_hold(stripped, _REQUEST_CUES) and _REQUEST.search(stripped):
+    if _may_request(stripped) and _REQUEST.search(stripped):
         return "request"
     if any(mark in stripped[-3:] for mark in _QUESTION_MARKS) or _QUESTION_START.match(stripped):
         return "question"
@@ -358,14 +371,25 @@ class IntentClassifier:
         if len(texts) != probabilities.shape[0]:
             raise ValueError(f"{len(texts)} texts for {probabilities.shape[0]} vectors")
         labels = self.labels
+        ruled: list[int] = []
+        columns: list[int] = []
+        rest: list[int] = []
         for row, text in enumerate(texts):
             rule = rule_intent(text)
             if rule is not None and rule in labels:
-                probabilities[row] *= 1.0 - self._rule_weight
-                probabilities[row, labels.index(rule)] += self._rule_weight
-            elif self._gated:
-                probabilities[row, self._gated] = 0.0
-                probabilities[row] /= max(float(probabilities[row].sum()), 1e-12)
+                ruled.append(row)
+                columns.append(labels.index(rule))
+            else:
+                rest.append(row)
+        # the same float32 operations, row by row, done for all rows at once
+        if ruled:
+            probabilities[ruled] *= 1.0 - self._rule_weight
+            probabilities[ruled, columns] += self._rule_weight
+        if rest and self._gated:
+            block = probabilities[rest]
+            block[:, self._gated] = 0.0
+            block /= np.maximum(block.sum(axis=1, keepdims=True), np.float32(1e-12))
+            probabilities[rest] = block
         return probabilities
 
     def classify_texts(self, texts: Sequence[str]) -> list[Scored]:

@@ -125,7 +125,9 @@ _PERSON_CUE: Final = re.compile(r"(?:\b(?:named|called|with|met|meet|told|asked|
 _CAP_WORD = r"[A-ZÀ-ÖØ-Þ][\w'’\-]*"
 _CONNECTOR = r"(?:of|de|del|della|da|di|la|le|van|von|der|den|du|the|&|y|al|bin|ibn)"
 _TITLE = r"(?:(?:Mr|Mrs|Ms|Dr|Prof|St|Mt)\.\s+)"
+_CONNECTOR_WORD: Final = re.compile(_CONNECTOR, re.IGNORECASE)
 _CAP_RUN: Final = re.compile(rf"(?<![\w'’]){_TITLE}?{_CAP_WORD}(?:\s+(?:{_CONNECTOR}\s+){{0,2}}{_CAP_WORD})*")
+_CAPITAL: Final = re.compile(r"[A-ZÀ-ÖØ-Þ]")  # where a capitalised run can start (a title starts with one too)
 _SENTENCE_BREAK: Final = re.compile(r"(?:^|[.!?…:;\n\"“”(]\s*|[-–—]\s+)$")
 _MIXED_CASE: Final = re.compile(r"(?<![\w'’])[a-z]+[A-Z][\w\-]*")  # iPhone, eBay, macOS
 # "the kids" is the speaker's kids, as "my kids" is (one's own children are spoken of so most of the time)
@@ -173,6 +175,25 @@ def canonical(name: str) -> str:
     text = " ".join(_POSSESSIVE.sub("", word) for word in text.split())
     text = _NON_WORD.sub(" ", text)
     return _SPACES.sub(" ", text).strip()
+
+
+def _cap_runs(text: str) -> list[re.Match[str]]:
+    """``list(_CAP_RUN.finditer(text))``, trying the pattern only at capitals, where every match starts.
+
+    Each try is ``match`` at a capital, in order, resuming after each match, as ``finditer`` does; the look-behind
+    still sees the character before.
+    """
+    out: list[re.Match[str]] = []
+    resume = 0
+    for capital in _CAPITAL.finditer(text):
+        start = capital.start()
+        if start < resume:
+            continue
+        match = _CAP_RUN.match(text, start)
+        if match is not None:
+            out.append(match)
+            resume = match.end()
+    return out
 
 
 def _strip_honorific(key: str) -> str:
@@ -280,13 +301,15 @@ def extract_entities(
             add(EntityMention(match.group(0), "person", match.start(), match.end()))
         for match in _POSSESSIVE_KIN.finditer(text):
             add(EntityMention(match.group(0), "person", match.start(), match.end()))
-    for match in _CAP_RUN.finditer(text):
+    for match in _cap_runs(text):
         words = match.group(0).split()
+        if len(words) == 1 and _plain(words[0]) in _NOT_NAMES:
+            continue  # a lone filler ("I", "Thanks", "It's"): what _trim drops wherever it stands
         while words and _plain(words[-1]) in _ALWAYS_DROP:  # "Wish I", "Lately I've"
             words = words[:-1]
         words, start = _trim(words, text, match.start(), known)
         # connectors left dangling at the end ("Bank of") are not part of the name
-        while words and re.fullmatch(_CONNECTOR, words[-1], re.IGNORECASE):
+        while words and _CONNECTOR_WORD.fullmatch(words[-1]):
             words = words[:-1]
         if not words:
             continue

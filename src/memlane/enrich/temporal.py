@@ -12,7 +12,8 @@ from typing import Final, Literal
 
 from dateparser.date import DateDataParser  # type: ignore[import-untyped]  # no stubs shipped
 
-from memlane.enrich.cues import cue_words
+from memlane.enrich.cues import ascii_words, cue_words, may_hold
+from memlane.enrich.relative import NO_TIME, resolve_relative
 from memlane.models import as_utc
 
 log = logging.getLogger(__name__)
@@ -111,7 +112,11 @@ _DIGIT: Final = re.compile(r"\d")
 
 
 def _may_have_time(text: str) -> bool:
-    return _DIGIT.search(text) is not None or not _TIME_WORDS.isdisjoint(_LETTERS.findall(text.lower()))
+    if _DIGIT.search(text) is not None:
+        return True
+    # Without digits or underscores, the ASCII words the other scans of the turn share are its letter runs.
+    words = ascii_words(text) if "_" not in text else None
+    return not _TIME_WORDS.isdisjoint(_LETTERS.findall(text.lower()) if words is None else words)
 
 
 # The words an expression can start with (or a digit): ``_CANDIDATES`` opens with a word boundary, and every branch
@@ -188,9 +193,8 @@ def _day_start(day: date) -> datetime:
     return datetime.combine(day, time(), tzinfo=UTC)
 
 
-def _span_of(moment: datetime, period: str) -> tuple[datetime, datetime, str]:
-    """The calendar span of ``period`` (day, week, month, year) that contains ``moment``."""
-    day = moment.date()
+def _span_of(day: date, period: str) -> tuple[datetime, datetime, str]:
+    """The calendar span of ``period`` (day, week, month, year) that contains ``day``."""
     if period == "week":
         start = day - timedelta(days=day.weekday())
         return _day_start(start), _day_start(start + timedelta(days=7)), "week"
@@ -213,8 +217,18 @@ def _parser(reference_day: date, prefer: Prefer) -> DateDataParser:
     )
 
 
-def _parse(expression: str, reference_day: date, prefer: Prefer) -> tuple[datetime, str] | None:
-    """Dateparser's reading of one normalised expression: a moment and its period, or None."""
+def _parse(expression: str, reference_day: date, prefer: Prefer) -> tuple[date, str] | None:
+    """The day and period one normalised expression names, or None: the common relative phrases read directly
+    (``memlane.enrich.relative``, which gives dateparser's answers), the rest by dateparser.
+    """
+    direct = resolve_relative(expression, reference_day, prefer)
+    if direct is None:
+        return _parse_dateparser(expression, reference_day, prefer)
+    return None if direct == NO_TIME else direct
+
+
+def _parse_dateparser(expression: str, reference_day: date, prefer: Prefer) -> tuple[date, str] | None:
+    """Dateparser's reading of one normalised expression: the day and its period, or None."""
     try:
         data = _parser(reference_day, prefer).get_date_data(expression)
     except Exception:  # dateparser raises assorted errors on odd input; an unreadable expression is no time
@@ -222,7 +236,7 @@ def _parse(expression: str, reference_day: date, prefer: Prefer) -> tuple[dateti
         return None
     if data.date_obj is None:
         return None
-    return data.date_obj, str(data.period or "day")
+    return data.date_obj.date(), str(data.period or "day")
 
 
 @lru_cache(maxsize=16_384)
@@ -236,26 +250,32 @@ def _resolve(expression: str, reference_day: date, prefer: Prefer, kind: str) ->
         parsed = _parse(amount + " ago", reference_day, prefer)
         if parsed is None:
             return None
-        return _day_start(parsed[0].date()), _day_start(reference_day + timedelta(days=1)), "range"
+        return _day_start(parsed[0]), _day_start(reference_day + timedelta(days=1)), "range"
     if kind == "weekend":
         modifier = expression.removesuffix("weekend").strip()
         modifier = {"the": "", "over the": "", "this": "", "": ""}.get(modifier, modifier)
         parsed = _parse(f"{modifier} saturday".strip(), reference_day, prefer)
         if parsed is None:
             return None
-        saturday = parsed[0].date()
+        saturday = parsed[0]
         return _day_start(saturday), _day_start(saturday + timedelta(days=2)), "weekend"
     parsed = _parse(expression, reference_day, _ANCHORED_MONTH.get(kind, prefer))
     if parsed is None:
         return None
-    moment, period = parsed
+    day, period = parsed
     if kind == "bare_year" or re.fullmatch(rf"in {_YEAR}", expression):
         period = "year"
-    return _span_of(moment, period)
+    return _span_of(day, period)
+
+
+# The first word of each of the future cue's branches ("won't" holds "won", "'ll" holds "ll").
+_FUTURE_CUES: Final = cue_words(
+    "will won shall gonna going plan plans planning upcoming coming next tomorrow can looking hope intend scheduled ll"
+)
 
 
 def _prefer(text: str) -> Prefer:
-    return "future" if _FUTURE_CUE.search(text) else "past"
+    return "future" if may_hold(text, _FUTURE_CUES) and _FUTURE_CUE.search(text) else "past"
 
 
 _LAST_MONTH: Final = re.compile(rf"(?:last|past|previous)\s+{_MONTH_FULL}", re.IGNORECASE)

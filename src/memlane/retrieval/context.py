@@ -64,8 +64,19 @@ def session_scores(
 
     A memory in a session that is about the query as a whole ranks above an equally similar stray one.
     """
-    by_session: dict[str | None, list[float]] = {}
-    for mid, (session, _) in where.items():
-        by_session.setdefault(session, []).append(base.get(mid, 0.0))
-    strength = {s: sum(sorted(v, reverse=True)[:top]) / min(top, len(v)) for s, v in by_session.items()}
-    return {mid: strength[session] for mid, (session, _) in where.items()}
+    if not where:
+        return {}
+    mids, session, _, score = _arrays(base, where)
+    order = np.lexsort((-score, session))  # by session, best score first within each
+    ordered = score[order]
+    grouped = session[order]
+    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+    counts = np.diff(np.r_[starts, len(order)])
+    # The best ``top`` of each session added best first, as ``sum(sorted(...)[:top])`` adds them.
+    total = np.zeros(len(starts), dtype=np.float64)
+    for j in range(top):
+        total = total + np.where(counts > j, ordered[np.minimum(starts + j, len(order) - 1)], 0.0)
+    strength = total / np.minimum(counts, top)
+    out = np.empty(len(order), dtype=np.float64)
+    out[order] = np.repeat(strength, counts)
+    return dict(zip(mids, out.tolist(), strict=True))

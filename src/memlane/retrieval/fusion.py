@@ -118,17 +118,25 @@ def _normalized(raw: npt.NDArray[np.float64], how: Normalizer) -> npt.NDArray[np
     return (raw - lo) / (hi - lo)
 
 
-def _rank(raw: npt.NDArray[np.float64], rows: npt.NDArray[np.int64], names: Sequence[str], at: int) -> int:
-    """The 1-based rank ``ranks`` gives row ``at`` of one dimension (``rows``: its items' pool positions): higher
-    scores first, ties by the key's string form.
+def _ranks(
+    raw: npt.NDArray[np.float64], rows: npt.NDArray[np.int64], names: Sequence[str], at: npt.NDArray[np.int64]
+) -> list[int]:
+    """The 1-based ranks ``ranks`` gives rows ``at`` of one dimension (``rows``: its items' pool positions): higher
+    scores first, ties by the key's string form. One comparison of the asked rows against the whole column.
     """
-    v = raw[at]
-    ahead = int(np.count_nonzero(raw > v))
-    tied = np.flatnonzero(raw == v)
-    if len(tied) > 1:
-        mine = names[int(rows[at])]
-        ahead += sum(1 for j in rows[tied].tolist() if names[j] < mine)
-    return 1 + ahead
+    out: list[int] = []
+    for start in range(0, at.size, 256):  # bounded memory when every item of a large pool is asked
+        v = raw[at[start : start + 256]][:, None]
+        ahead = np.count_nonzero(raw[None, :] > v, axis=1)
+        tied = np.count_nonzero(raw[None, :] == v, axis=1)
+        out += np.where(tied > 1, -(1 + ahead), 1 + ahead).tolist()
+    for j, r in enumerate(out):
+        if r > 0:
+            continue
+        out[j] = -r
+        mine = names[int(rows[at[j]])]  # tied with others (rare): by name, as ``ranks`` orders them
+        out[j] += sum(1 for t in rows[raw == raw[at[j]]].tolist() if names[t] < mine)
+    return out
 
 
 def _best(
@@ -198,6 +206,12 @@ def weighted_sum(signals: Signals[K], spec: FusionSpec, limit: int | None = None
     silent = {  # every raw score 0, so every normalised one too: the dimension found nothing
         dim for dim, (_, raw, norm) in columns.items() if raw.size and not raw.any() and not norm.any()
     }
+    rank_of: dict[str, dict[int, int]] = {}  # each explained dimension's rank of every chosen item it holds
+    for dim, (idx, raw, _) in columns.items():
+        if dim not in silent:
+            held = where[dim][np.asarray(chosen, dtype=np.int64)] if chosen else np.empty(0, dtype=np.int64)
+            rows_at = held[held >= 0]
+            rank_of[dim] = dict(zip(rows_at.tolist(), _ranks(raw, idx, names, rows_at), strict=True))
     out: list[Fused[K]] = []
     for i in chosen:
         parts: dict[str, ScoreBreakdown] = {}
@@ -212,7 +226,7 @@ def weighted_sum(signals: Signals[K], spec: FusionSpec, limit: int | None = None
                 normalized=value,
                 weight=weight,
                 contribution=weight * value,
-                rank=_rank(raw, idx, names, row),
+                rank=rank_of[dim][row],
             )
         count = int(strong[i])
         if count > 1:

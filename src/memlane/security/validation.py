@@ -198,6 +198,8 @@ def check_metadata(metadata: object, what: str = "metadata", limits: Limits = DE
         return {}
     if not isinstance(metadata, Mapping):
         raise ValidationError(f"{what} must be a mapping, got {_name(metadata)}")
+    if not metadata:  # the common case of a message without metadata: nothing to walk or serialise
+        return {}
     keys = 0
     stack: list[tuple[object, str, int]] = [(metadata, what, 1)]
     while stack:  # iterative, so a hostile nesting depth cannot exhaust the Python stack

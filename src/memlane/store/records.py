@@ -20,6 +20,13 @@ def embed_hash(index_text: str) -> str:
     return hashlib.sha256(index_text.encode("utf-8")).hexdigest()
 
 
+class AccessUse(NamedTuple):
+    """How often a memory was returned by searches since its counts were last written, and the latest time."""
+
+    times: int
+    last: datetime
+
+
 class Position(NamedTuple):
     """Where a turn sits: its session and its place in that session."""
 

@@ -4,6 +4,7 @@ questions, security log, history, jobs) into one ``Store``, opened from a ``post
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from memlane.errors import ConfigError
@@ -83,6 +84,9 @@ class PostgresStore(
 
     def size_bytes(self) -> int:
         return self._db.size_bytes()
+
+    def pinned(self) -> AbstractContextManager[None]:
+        return nullcontext()  # the read model's feed checks the change log at most every few milliseconds already
 
     def close(self) -> None:
         self._db.close()

@@ -28,7 +28,7 @@ from memlane.store.postgres.hot_feed import HotScopes
 from memlane.store.postgres.rows import run
 from memlane.store.postgres.text import previous_turn, refresh_next_context, turn_of
 from memlane.store.postgres.validity import forget_links, mark_contradicted
-from memlane.store.records import embed_hash
+from memlane.store.records import AccessUse, embed_hash
 from memlane.store.sqlite.rows import COLUMNS, MUTABLE, item_params, to_micros
 
 _NAMES: Final = tuple(c.strip() for c in COLUMNS.split(","))
@@ -282,13 +282,15 @@ class PostgresWrites:
         self._hot.forget(user_id)
         return n
 
-    def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None:
-        if not memory_ids:
+    def record_access(self, user_id: str, uses: Mapping[str, AccessUse]) -> None:
+        if not uses:
             return
+        ids = list(uses)
         with self._db.atomic(user_id, unseen=True) as c:  # no read model holds access counts
             run(
                 c,
-                "UPDATE memories SET access_count = access_count + 1, last_accessed = %s "
-                "WHERE user_id = %s AND id = ANY(%s)",
-                (to_micros(at), user_id, list(memory_ids)),
+                "UPDATE memories m SET access_count = m.access_count + u.n, last_accessed = u.at "
+                "FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) AS u(id, n, at) "
+                "WHERE m.user_id = %s AND m.id = u.id",
+                (ids, [uses[i].times for i in ids], [to_micros(uses[i].last) for i in ids], user_id),
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from memlane.store.sqlite.ann_feed import AnnIndexes
@@ -66,6 +67,9 @@ class SQLiteStore(
 
     def size_bytes(self) -> int:
         return self._db.size_bytes()
+
+    def pinned(self) -> AbstractContextManager[None]:
+        return self._db.pinned()
 
     def close(self) -> None:
         try:

@@ -23,6 +23,7 @@ class SQLiteVectorIndex:
     _db: Database
     _cache: AnnIndexes
     _hot: HotScopes
+    _identity_seen: tuple[tuple[int, int], tuple[str, int] | None] | None = None  # (generation, identity) last read
 
     def _allowed_keys(self, user_id: str, filters: Filters) -> builtins.list[int]:
         where, params = filter_sql(filters)
@@ -76,10 +77,14 @@ class SQLiteVectorIndex:
         return {str(h): np.frombuffer(blob, dtype=np.float32) for h, blob in rows}
 
     def embedder_identity(self) -> tuple[str, int] | None:
+        at = self._db.generation()  # every search asks: read the table again only when the file may have changed
+        seen = self._identity_seen
+        if seen is not None and seen[0] == at:
+            return seen[1]
         meta = dict(self._db.read("SELECT key, value FROM meta WHERE key IN ('embedder', 'dim')"))
-        if "embedder" not in meta:
-            return None
-        return str(meta["embedder"]), int(meta["dim"])
+        identity = (str(meta["embedder"]), int(meta["dim"])) if "embedder" in meta else None
+        self._identity_seen = (at, identity)
+        return identity
 
     def set_embedder_identity(self, identity: str, dim: int) -> None:
         with self._db.atomic() as c:

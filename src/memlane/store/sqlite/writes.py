@@ -19,7 +19,7 @@ from memlane.errors import NotFoundError, StoreError
 from memlane.graph.types import RelationClaim
 from memlane.models import HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKind, utcnow
 from memlane.store.outcome import JobClaim, JobOutcome
-from memlane.store.records import embed_hash
+from memlane.store.records import AccessUse, embed_hash
 from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database, marks
 from memlane.store.sqlite.entities import entity_rows, write_aliases, write_entities
@@ -395,13 +395,12 @@ class SQLiteWrites:
         self._hot.forget(user_id)
         return int(n)
 
-    def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None:
-        if not memory_ids:
+    def record_access(self, user_id: str, uses: Mapping[str, AccessUse]) -> None:
+        if not uses:
             return
         # Only the access columns change, which no trigger logs and no cache holds.
         with self._db.unseen() as c:
-            c.execute(
-                f"UPDATE memories SET access_count = access_count + 1, last_accessed = ? "
-                f"WHERE +user_id = ? AND id IN ({marks(len(memory_ids))})",
-                (to_micros(at), user_id, *memory_ids),
+            c.executemany(
+                "UPDATE memories SET access_count = access_count + ?, last_accessed = ? WHERE +user_id = ? AND id = ?",
+                [(use.times, to_micros(use.last), user_id, mid) for mid, use in uses.items()],
             )

@@ -1,0 +1,183 @@
+"""The common time phrases ("yesterday", "3 weeks ago", "last friday", "in june", "july 20") read as dateparser reads them.
+
+dateparser costs about a millisecond a phrase, and its first phrase in a process far more (it compiles its time zone
+patterns); these few shapes make up nearly all the time phrases of conversation, and their arithmetic is plain
+calendar arithmetic. Each answer is the day and period dateparser gives for the same normalised phrase, reference day
+and preference, quirks included (``tests/unit/test_enrich_relative.py`` compares the two over every shape and a
+spread of reference days); anything else, and the few cases where dateparser's answer is not plain arithmetic (a day
+the month lacks), is left to dateparser (``None`` here).
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from datetime import date, timedelta
+from typing import Final, Literal
+
+Prefer = Literal["past", "future"]
+
+_WEEKDAYS: Final = {
+    name: index
+    for index, name in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
+}
+#: Count words dateparser reads as numbers in "<count> <unit> ago" and "in <count> <unit>".
+_COUNT_WORDS: Final = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+}
+_COUNT: Final = r"(?P<count>[1-9]\d?|" + "|".join(_COUNT_WORDS) + ")"
+_UNIT: Final = r"(?P<unit>day|week|fortnight|month|year)s?"
+_AGO: Final = re.compile(rf"{_COUNT} {_UNIT} ago")
+_IN: Final = re.compile(rf"in {_COUNT} {_UNIT}")
+# A window's count word after a "1 " ("over the last two days" is read as "1 two days ago"): dateparser reads the
+# count and, for months only, takes the 1 for the day of the month.
+_ONE_COUNT: Final = re.compile(r"1 (?P<count>" + "|".join(_COUNT_WORDS) + rf") {_UNIT} ago")
+_MONTHS: Final = {
+    name: index
+    for index, name in enumerate(
+        (
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ),
+        start=1,
+    )
+}
+_MONTH: Final = re.compile(r"(?:in )?(?P<month>" + "|".join(_MONTHS) + ")")
+_MONTH_DAY: Final = re.compile(r"(?P<month>" + "|".join(_MONTHS) + r") (?P<day>[1-9]|[12]\d|3[01])")
+#: "this may": dateparser reads no time in it.
+_THIS_MONTH: Final = re.compile(r"this (?:" + "|".join(_MONTHS) + ")")
+_YEAR: Final = re.compile(r"(?:in )?(?P<year>19[5-9]\d|20[0-4]\d)")
+_ANCHORED: Final = re.compile(r"(?P<anchor>last|this|next) (?P<unit>week|month|year|" + "|".join(_WEEKDAYS) + ")")
+
+#: Single words (and fixed phrases) naming a day relative to the reference day.
+_DAY_WORDS: Final = {
+    "today": 0,
+    "tonight": 0,
+    "this morning": 0,
+    "this afternoon": 0,
+    "this evening": 0,
+    "yesterday": -1,
+    "last night": -1,
+    "tomorrow": 1,
+}
+_PERIOD: Final = {"day": "day", "week": "week", "fortnight": "week", "month": "month", "year": "year"}
+
+
+def _add_months(day: date, months: int) -> date:
+    """``day`` moved by whole months, clipped to the end of a shorter month (as ``relativedelta`` does)."""
+    index = day.year * 12 + day.month - 1 + months
+    year, month = divmod(index, 12)
+    month += 1
+    return date(year, month, min(day.day, calendar.monthrange(year, month)[1]))
+
+
+def _shift(day: date, unit: str, amount: int) -> date:
+    if unit == "day":
+        return day + timedelta(days=amount)
+    if unit == "week":
+        return day + timedelta(weeks=amount)
+    if unit == "fortnight":
+        return day + timedelta(weeks=2 * amount)
+    if unit == "month":
+        return _add_months(day, amount)
+    return _add_months(day, 12 * amount)
+
+
+def _weekday(reference: date, weekday: int, anchor: str) -> date:
+    """The day named by a weekday: ``last`` strictly before, ``next`` strictly after, ``this`` on or after."""
+    ahead = (weekday - reference.weekday()) % 7
+    if anchor == "last":
+        return reference - timedelta(days=(7 - ahead) % 7 or 7)
+    if anchor == "next":
+        return reference + timedelta(days=ahead or 7)
+    return reference + timedelta(days=ahead)
+
+
+#: What ``resolve_relative`` gives for a shape dateparser reads no time in.
+NO_TIME: Final = "no time"
+
+
+def resolve_relative(expression: str, reference: date, prefer: Prefer) -> tuple[date, str] | Literal["no time"] | None:
+    """The day and period dateparser gives a normalised relative ``expression`` at ``reference``; ``NO_TIME``
+    when dateparser gives nothing for it; None when the expression is not one of the shapes read here (then ask
+    dateparser). A day outside the calendar (before year 1 or after 9999) is left to dateparser as well.
+    """
+    try:
+        return _resolve(expression, reference, prefer)
+    except (ValueError, OverflowError):
+        return None
+
+
+def _resolve(expression: str, reference: date, prefer: Prefer) -> tuple[date, str] | Literal["no time"] | None:
+    offset = _DAY_WORDS.get(expression)
+    if offset is not None:
+        return reference + timedelta(days=offset), "day"
+    weekday = _WEEKDAYS.get(expression)
+    if weekday is not None:  # a bare weekday: the nearest one strictly before (or after) the reference day
+        return _weekday(reference, weekday, "last" if prefer == "past" else "next"), "day"
+    match = _AGO.fullmatch(expression) or _IN.fullmatch(expression)
+    if match is not None:
+        count_text = match.group("count")
+        count = _COUNT_WORDS.get(count_text) or int(count_text)
+        unit = match.group("unit")
+        sign = -1 if expression.endswith(" ago") else 1
+        return _shift(reference, unit, sign * count), _PERIOD[unit]
+    match = _ONE_COUNT.fullmatch(expression)
+    if match is not None:
+        unit = match.group("unit")
+        day = _shift(reference, unit, -_COUNT_WORDS[match.group("count")])
+        return (day.replace(day=1), "day") if unit == "month" else (day, _PERIOD[unit])
+    match = _YEAR.fullmatch(expression)
+    if match is not None:  # the reference day in that year
+        return _add_months(reference, 12 * (int(match.group("year")) - reference.year)), "year"
+    match = _MONTH.fullmatch(expression)
+    if match is not None:  # the nearest such month, this one counting as past; the reference's day in it
+        month = _MONTHS[match.group("month")]
+        if prefer == "past":
+            year = reference.year if month <= reference.month else reference.year - 1
+        else:
+            year = reference.year if month > reference.month else reference.year + 1
+        if reference.day > calendar.monthrange(year, month)[1]:
+            return None  # a day the month lacks: dateparser has its own answers ("february" after 29 Feb 2024: 2028)
+        return date(year, month, reference.day), "month"
+    match = _MONTH_DAY.fullmatch(expression)
+    if match is not None:  # the nearest such day, the reference day counting as past
+        month, of_month = _MONTHS[match.group("month")], int(match.group("day"))
+        if of_month > calendar.monthrange(2023, month)[1]:
+            return None  # 29 February (dateparser looks for a leap year) or no such day
+        ahead = (month, of_month) > (reference.month, reference.day)
+        if prefer == "past":
+            return date(reference.year - 1 if ahead else reference.year, month, of_month), "day"
+        return date(reference.year if ahead else reference.year + 1, month, of_month), "day"
+    if _THIS_MONTH.fullmatch(expression):
+        return NO_TIME
+    match = _ANCHORED.fullmatch(expression)
+    if match is not None:
+        anchor, unit = match.group("anchor"), match.group("unit")
+        if unit in _WEEKDAYS:
+            return _weekday(reference, _WEEKDAYS[unit], anchor), "day"
+        return _shift(reference, unit, {"last": -1, "this": 0, "next": 1}[anchor]), unit
+    return None
