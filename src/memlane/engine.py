@@ -28,7 +28,7 @@ from memlane.embedding import Embedder, make_embedder
 from memlane.embedding.base import Vectors
 from memlane.enrich.aliases import EntityResolver
 from memlane.enrich.entities import AliasRow, canonical
-from memlane.enrich.pipeline import Enricher
+from memlane.enrich.pipeline import Enricher, forget_cached_text
 from memlane.errors import (
     EmbedderMismatchError,
     ImportFormatError,
@@ -951,6 +951,7 @@ class Memory:
                 self._store.clear_flags(user_id, [memory_id])
             if not any(o.memory_id == memory_id for o in screened.originals):
                 self._store.drop_originals(user_id, [memory_id])
+            self._forget_cached_text()  # the replaced text may sit in them
         return unscope(new)
 
     def delete(self, memory_id: str, *, user_id: str, tenant: str | None = None) -> builtins.list[str]:
@@ -961,12 +962,25 @@ class Memory:
         """
         user_id, memory_id = self._scoped(user_id, memory_id, tenant=tenant)
         with self._lifecycle:
-            return self._store.delete(user_id, memory_id, utcnow())
+            removed = self._store.delete(user_id, memory_id, utcnow())
+        self._forget_cached_text()
+        return removed
 
     def delete_all(self, *, user_id: str, tenant: str | None = None) -> int:
         """Remove every memory and all history of one user; returns how many memories went."""
         user_id = self._user(user_id, tenant)
-        return self._store.delete_user(user_id)
+        removed = self._store.delete_user(user_id)
+        self._forget_cached_text()
+        return removed
+
+    def _forget_cached_text(self) -> None:
+        """After an erasure: empty the in-process caches that may hold the erased text (enrichment's word sets,
+        time phrases and names; the query vectors' cache, keyed by query text).
+        """
+        forget_cached_text()
+        forget_queries = getattr(self._embedder, "clear", None)
+        if callable(forget_queries):
+            forget_queries()
 
     # -- knowledge graph (memlane.graph) -----------------------------------------------------------
     def graph(self, entity: str, *, user_id: str, tenant: str | None = None, limit: int = 10) -> Neighbourhood:

@@ -7,8 +7,10 @@ import threading
 from collections.abc import Sequence
 
 from memlane.embedding.base import Embedder, Vectors
+from memlane.enrich import temporal
 from memlane.enrich.aliases import EntityResolver
 from memlane.enrich.classify import CATEGORIES, INTENTS, IntentClassifier, PrototypeClassifier
+from memlane.enrich.cues import ascii_words
 from memlane.enrich.entities import canonical
 from memlane.enrich.importance import importance
 from memlane.enrich.temporal import candidate_matches, event_time
@@ -18,6 +20,15 @@ log = logging.getLogger(__name__)
 
 # What a query can look for in a memory's intent: questions and requests are what queries are, not what they seek.
 SOUGHT_INTENTS = {label: examples for label, examples in INTENTS.items() if label not in ("question", "request")}
+
+
+def forget_cached_text() -> None:
+    """Empty the process-wide caches that hold pieces of user text (whole turns' word sets, time phrases, names),
+    so that text a user erased does not stay in memory until other text pushes it out. Called on every erasure.
+    """
+    ascii_words.cache_clear()
+    temporal.forget_phrases()
+    canonical.cache_clear()
 
 
 class Enricher:

@@ -388,3 +388,8 @@ def query_time_range(query: str, now: datetime) -> TimeSpan | None:
             return TimeSpan(end if _STARTS_AFTER[word] else start, OPEN_END, text, "open")
         return TimeSpan(start, end, text, granularity)
     return None
+
+
+def forget_phrases() -> None:
+    """Empty the cache of resolved time phrases (they are pieces of user text)."""
+    _resolve.cache_clear()
