@@ -9,6 +9,7 @@ drowned by the benign text around it.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,8 @@ import numpy.typing as npt
 from memlane.errors import ConfigError
 from memlane.security.features import BITS as BITS
 from memlane.security.features import feature_ids as feature_ids
-from memlane.security.features import feature_sets
+from memlane.security.features import feature_runs
+from memlane.security.features import feature_sets as feature_sets
 from memlane.security.obfuscation import Unmasked, unmask
 
 WINDOW_CHARS: Final = 400
@@ -74,12 +76,13 @@ class ClassifierModel:
 
     def logit(self, text: str) -> float:
         """The raw score of one view (features are binary, L2-normalised)."""
-        return self._logit(feature_ids(text, self.bits))
+        return self._logit(self.weights[feature_ids(text, self.bits)])
 
-    def _logit(self, ids: npt.NDArray[np.int64]) -> float:
-        if ids.size == 0:
+    def _logit(self, weights: npt.NDArray[np.float32]) -> float:
+        """The logit of a view whose features have ``weights`` (in id order: the float32 sum depends on it)."""
+        if weights.size == 0:
             return self.bias
-        return float(self.weights[ids].sum() / np.sqrt(ids.size) + self.bias)
+        return float(weights.sum()) / math.sqrt(weights.size) + self.bias
 
     def probability(self, text: str) -> float:
         """The injection probability of ``text``: the highest over its views, after unmasking."""
@@ -97,9 +100,12 @@ class ClassifierModel:
             for view in (*views(unmasked.text), *unmasked.payloads):
                 owner.append(i)
                 views_of.append(view)
-        best = [-np.inf] * len(texts)
-        for i, ids in zip(owner, feature_sets(views_of, self.bits), strict=True):
-            best[i] = max(best[i], self._logit(ids))
+        runs = feature_runs(views_of, self.bits)
+        weights = self.weights[runs.ids]  # one gather for the batch; each view reads its slice
+        bounds = runs.bounds.tolist()
+        best = [-math.inf] * len(texts)
+        for v, i in enumerate(owner):
+            best[i] = max(best[i], self._logit(weights[bounds[v] : bounds[v + 1]]))
         return [float(1.0 / (1.0 + np.exp(-b))) for b in best]
 
     def save(self, path: Path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
@@ -180,10 +181,28 @@ def _token_crcs(
     return words, pairs
 
 
+@dataclass(frozen=True)
+class FeatureRuns:
+    """The features of a batch of texts: text ``d``'s sorted distinct ids are ``ids[bounds[d]:bounds[d + 1]]``."""
+
+    ids: npt.NDArray[np.int64]
+    bounds: npt.NDArray[np.int64]
+
+    def split(self) -> list[npt.NDArray[np.int64]]:
+        """The ids of each text."""
+        b = self.bounds.tolist()
+        return [self.ids[b[d] : b[d + 1]] for d in range(len(b) - 1)]
+
+
 def feature_sets(texts: Sequence[str], bits: int = BITS) -> list[npt.NDArray[np.int64]]:
+    """``feature_ids`` of each text."""
+    return feature_runs(texts, bits).split()
+
+
+def feature_runs(texts: Sequence[str], bits: int = BITS) -> FeatureRuns:
     """``feature_ids`` of each text, all hashed together over the UTF-8 bytes of the padded normalised texts."""
     if not texts:
-        return []
+        return FeatureRuns(np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64))
     mask = (1 << bits) - 1
     padded = [f" {normalised(t)} " for t in texts]
     joined = "".join(padded)
@@ -197,8 +216,8 @@ def feature_sets(texts: Sequence[str], bits: int = BITS) -> list[npt.NDArray[np.
         offsets: npt.NDArray[np.int64] | None = None
     else:
         points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
-        width = 1 + (points >= 0x80).astype(np.int64) + (points >= 0x800) + (points >= 0x10000)
-        offsets = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(width)])  # byte offset of each character
+        # byte offset of each character (UTF-8 continuation bytes are 10xxxxxx), then of the end
+        offsets = np.append(np.flatnonzero((buf & 0xC0) != 0x80), buf.size)
 
     # 4-grams: every 4 characters that lie inside one padded text
     grams = max(size - 3, 0)
@@ -242,9 +261,8 @@ def feature_sets(texts: Sequence[str], bits: int = BITS) -> list[npt.NDArray[np.
     keys.sort()
     if keys.size:
         keys = keys[np.append(True, keys[1:] != keys[:-1])]
-    bounds = np.searchsorted(keys >> bits, np.arange(len(texts) + 1))
-    ids = (keys & mask).astype(np.int64)
-    return [ids[bounds[d] : bounds[d + 1]] for d in range(len(texts))]
+    bounds = np.searchsorted(keys >> bits, np.arange(len(texts) + 1)).astype(np.int64)
+    return FeatureRuns((keys & mask).astype(np.int64), bounds)
 
 
 def feature_ids(text: str, bits: int = BITS) -> npt.NDArray[np.int64]:
