@@ -61,11 +61,6 @@ _BASE64_HINT: Final = (_classes(B=_LETTERS + "0123456789+/_-"), b"B" * 20)
 _HEX_HINT: Final = (_classes(H="0123456789abcdefABCDEF :"), b"H" * 24)
 
 
-def _may_hold(plain: bytes | None, hint: tuple[bytes, bytes]) -> bool:
-    """Whether ASCII text ``plain`` may hold a match of the pattern ``hint`` stands for (``None``: not ASCII)."""
-    return plain is None or hint[1] in plain.translate(hint[0])
-
-
 @dataclass(frozen=True)
 class Unmasked:
     """A text with its hiding tricks undone: the folded ``text``, the ``tricks`` found, ``payloads`` decoded."""
@@ -171,16 +166,16 @@ def unmask(text: str) -> Unmasked:
     # Plain ASCII has no compatibility forms, tag, invisible or look-alike characters: those steps are skipped.
     out = text if text.isascii() else _unhide(text, tricks)
     plain = out.encode("ascii") if out.isascii() else None
-    if _may_hold(plain, _SPACED_HINT):
+    if plain is None or _SPACED_HINT[1] in plain.translate(_SPACED_HINT[0]):
         joined = _SPACED.sub(lambda m: re.sub(r"[ .\-_*]", "", m.group()), out)
         if joined != out:
             tricks.append("spaced_letters")
             out = joined
             plain = out.encode("ascii") if out.isascii() else None
     payloads: list[str] = []
-    scans = (
-        (_BASE64, _base64, "base64", _may_hold(plain, _BASE64_HINT)),
-        (_HEX, _hex, "hex", _may_hold(plain, _HEX_HINT)),
+    scans = (  # the hints inline (this runs for every text written)
+        (_BASE64, _base64, "base64", plain is None or _BASE64_HINT[1] in plain.translate(_BASE64_HINT[0])),
+        (_HEX, _hex, "hex", plain is None or _HEX_HINT[1] in plain.translate(_HEX_HINT[0])),
         (_ESCAPED, _unescape, "escapes", "\\" in out or "&#" in out),  # every escape sequence holds one of them
     )
     for pattern, decode, name, may in scans:

@@ -234,11 +234,17 @@ def _candidates(text: str) -> list[Rule]:
     for mark, rules in _BY_MARK:
         if mark in text:
             found |= rules
-    return [
-        rule
-        for i, rule in enumerate(RULES)
-        if found >> i & 1 and (not rule.needs or any(need in low for need in rule.needs))
-    ]
+    out = []
+    for i, rule in enumerate(RULES):  # plain loops: this runs for every text written
+        if found >> i & 1:
+            if not rule.needs:
+                out.append(rule)
+                continue
+            for need in rule.needs:
+                if need in low:
+                    out.append(rule)
+                    break
+    return out
 
 
 def match_rules(text: str) -> list[RuleMatch]:
