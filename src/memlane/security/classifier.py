@@ -8,6 +8,7 @@ drowned by the benign text around it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -22,8 +23,8 @@ import numpy.typing as npt
 
 from memlane.errors import ConfigError
 from memlane.security.features import BITS as BITS
+from memlane.security.features import FeatureRuns, feature_runs
 from memlane.security.features import feature_ids as feature_ids
-from memlane.security.features import feature_runs
 from memlane.security.features import feature_sets as feature_sets
 from memlane.security.obfuscation import Unmasked, unmask
 
@@ -76,13 +77,19 @@ class ClassifierModel:
 
     def logit(self, text: str) -> float:
         """The raw score of one view (features are binary, L2-normalised)."""
-        return self._logit(self.weights[feature_ids(text, self.bits)])
+        return self._logits(feature_runs([text], self.bits))[0]
 
-    def _logit(self, weights: npt.NDArray[np.float32]) -> float:
-        """The logit of a view whose features have ``weights`` (in id order: the float32 sum depends on it)."""
-        if weights.size == 0:
-            return self.bias
-        return float(weights.sum()) / math.sqrt(weights.size) + self.bias
+    def _logits(self, runs: FeatureRuns) -> list[float]:
+        """The logit of each text of ``runs``: the float32 sum of its features' weights (in id order, on which the
+        sum depends) over the square root of their number, plus the bias.
+        """
+        weights = self.weights[runs.ids]  # one gather for the batch; each text reads its slice
+        bounds = runs.bounds.tolist()
+        bias = self.bias
+        return [
+            float(weights[lo:hi].sum()) / math.sqrt(hi - lo) + bias if hi > lo else bias
+            for lo, hi in itertools.pairwise(bounds)
+        ]
 
     def probability(self, text: str) -> float:
         """The injection probability of ``text``: the highest over its views, after unmasking."""
@@ -100,12 +107,9 @@ class ClassifierModel:
             for view in (*views(unmasked.text), *unmasked.payloads):
                 owner.append(i)
                 views_of.append(view)
-        runs = feature_runs(views_of, self.bits)
-        weights = self.weights[runs.ids]  # one gather for the batch; each view reads its slice
-        bounds = runs.bounds.tolist()
         best = [-math.inf] * len(texts)
-        for v, i in enumerate(owner):
-            best[i] = max(best[i], self._logit(weights[bounds[v] : bounds[v + 1]]))
+        for i, logit in zip(owner, self._logits(feature_runs(views_of, self.bits)), strict=True):
+            best[i] = max(best[i], logit)
         return [float(1.0 / (1.0 + np.exp(-b))) for b in best]
 
     def save(self, path: Path) -> None:
