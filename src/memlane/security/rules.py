@@ -258,6 +258,8 @@ def scan_rules(unmasked: Unmasked) -> list[RuleMatch]:
     """The rules the unmasked text or any decoded payload matches; payload matches are named ``payload:RULE``
     and weigh at least 0.9 (hiding an instruction is itself a sign).
     """
+    if not unmasked.payloads:
+        return match_rules(unmasked.text)  # each rule once already
     found = {m.name: m for m in match_rules(unmasked.text)}
     for payload in unmasked.payloads:
         for m in match_rules(payload):
