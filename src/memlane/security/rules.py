@@ -235,15 +235,16 @@ def _candidates(text: str) -> list[Rule]:
         if mark in text:
             found |= rules
     out = []
-    for i, rule in enumerate(RULES):  # plain loops: this runs for every text written
-        if found >> i & 1:
-            if not rule.needs:
+    while found:  # the set bits, lowest (first rule) first; plain loops: this runs for every text written
+        rule = RULES[(found & -found).bit_length() - 1]
+        found &= found - 1
+        if not rule.needs:
+            out.append(rule)
+            continue
+        for need in rule.needs:
+            if need in low:
                 out.append(rule)
-                continue
-            for need in rule.needs:
-                if need in low:
-                    out.append(rule)
-                    break
+                break
     return out
 
 
