@@ -74,6 +74,8 @@ class RulesDetector:
     def evidence_of(self, unmasked: Unmasked) -> tuple[float, list[str]]:
         """``evidence`` of a text already unmasked."""
         matches = scan_rules(unmasked)
+        if not matches and not unmasked.tricks:  # most text: no evidence (``_noisy_or(())`` is exactly 0.0)
+            return 0.0, []
         reasons = [m.name for m in matches] + [f"trick:{t}" for t in unmasked.tricks]
         weights = [m.weight for m in matches] + [TRICK_WEIGHTS.get(t, 0.0) for t in unmasked.tricks]
         return _noisy_or(weights), reasons

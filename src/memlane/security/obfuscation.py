@@ -42,6 +42,25 @@ _ESCAPED: Final = re.compile(r"(?:\\x[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|&#x?[0-9A-
 MAX_PAYLOADS: Final = 8
 
 
+def _classes(**members: str) -> bytes:
+    """A ``bytes.translate`` table mapping each ASCII character of ``members[mark]`` to ``mark``, others to ``~``."""
+    table = bytearray(b"~" * 256)
+    for mark, chars in members.items():
+        for ch in chars:
+            table[ord(ch)] = ord(mark)
+    return bytes(table)
+
+
+# Necessary conditions for a match in ASCII text, read off each pattern and checked with one translation and one
+# substring search (much cheaper than the pattern): a spaced-out word is at least five letters each followed by a
+# separator but the last; a base64 token at least 20 characters of its alphabet in a row; a hex run at least 24
+# characters that are hex digits, spaces or colons in a row.
+_LETTERS: Final = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_SPACED_HINT: Final = (_classes(L=_LETTERS, S=" .-_*"), b"LSLSLSLSL")
+_BASE64_HINT: Final = (_classes(B=_LETTERS + "0123456789+/_-"), b"B" * 20)
+_HEX_HINT: Final = (_classes(H="0123456789abcdefABCDEF :"), b"H" * 24)
+
+
 @dataclass(frozen=True)
 class Unmasked:
     """A text with its hiding tricks undone: the folded ``text``, the ``tricks`` found, ``payloads`` decoded."""
@@ -146,14 +165,21 @@ def unmask(text: str) -> Unmasked:
     tricks: list[str] = []
     # Plain ASCII has no compatibility forms, tag, invisible or look-alike characters: those steps are skipped.
     out = text if text.isascii() else _unhide(text, tricks)
-    joined = _SPACED.sub(lambda m: re.sub(r"[ .\-_*]", "", m.group()), out)
-    if joined != out:
-        tricks.append("spaced_letters")
-        out = joined
+    plain = out.encode("ascii") if out.isascii() else None
+    if plain is None or _SPACED_HINT[1] in plain.translate(_SPACED_HINT[0]):
+        joined = _SPACED.sub(lambda m: re.sub(r"[ .\-_*]", "", m.group()), out)
+        if joined != out:
+            tricks.append("spaced_letters")
+            out = joined
+            plain = out.encode("ascii") if out.isascii() else None
     payloads: list[str] = []
-    escapes = "\\" in out or "&#" in out  # every escape sequence holds one of them
-    for pattern, decode, name in ((_BASE64, _base64, "base64"), (_HEX, _hex, "hex"), (_ESCAPED, _unescape, "escapes")):
-        if pattern is _ESCAPED and not escapes:
+    scans = (  # the hints inline (this runs for every text written)
+        (_BASE64, _base64, "base64", plain is None or _BASE64_HINT[1] in plain.translate(_BASE64_HINT[0])),
+        (_HEX, _hex, "hex", plain is None or _HEX_HINT[1] in plain.translate(_HEX_HINT[0])),
+        (_ESCAPED, _unescape, "escapes", "\\" in out or "&#" in out),  # every escape sequence holds one of them
+    )
+    for pattern, decode, name, may in scans:
+        if not may:
             continue
         for m in pattern.finditer(out):
             if len(payloads) >= MAX_PAYLOADS:

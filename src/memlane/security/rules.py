@@ -18,8 +18,9 @@ from memlane.security.obfuscation import Unmasked
 class Rule:
     """A named pattern and how much its match says (1.0: enough to flag alone).
 
-    ``cues`` and ``marks`` let plain ASCII text skip the pattern: every match holds one of the ``cues`` as a whole
-    word (lower case) or one of the ``marks`` characters. A rule with neither always runs.
+    ``cues``, ``marks`` and ``needs`` let plain ASCII text skip the pattern: every match holds one of the ``cues``
+    as a whole word (lower case) or one of the ``marks`` characters (a rule with neither always runs), and one of
+    the ``needs`` (lower case) anywhere (a rule without them needs nothing more).
     """
 
     name: str
@@ -27,6 +28,7 @@ class Rule:
     weight: float
     cues: frozenset[str] = frozenset()
     marks: str = ""
+    needs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,12 @@ def _cues(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-_WORD: Final = re.compile(r"\w+")
+def _needs(texts: str, *more: str) -> tuple[str, ...]:
+    return (*texts.split("|"), *more)
+
+
+# What ``\s`` matches in ASCII text (the model names below follow whitespace, so " ai" and its kin).
+_ASCII_SPACE: Final = "".join(chr(c) for c in range(128) if chr(c).isspace())
 
 
 _PRIOR = r"(?:all|any|every|the|your|my|these|those|previous|prior|above|earlier|preceding|foregoing|initial|original|system|developer|safety|old|former)"
@@ -62,6 +69,9 @@ RULES: Final[tuple[Rule, ...]] = (
         ),
         1.0,
         cues=_cues("ignore disregard forget override bypass skip drop abandon discard neglect"),
+        needs=_needs(
+            "instruction|prompt|rules|direction|directive|guideline|guardrail|constraint|command|order|programming|restriction|task|context"
+        ),
     ),
     Rule(
         "override_instructions_de",
@@ -71,18 +81,21 @@ RULES: Final[tuple[Rule, ...]] = (
         ),
         1.0,
         cues=_cues("ignorier ignoriere ignorieren ignoriert vergiss vergessen missachte"),
+        needs=_needs("anweisungen|aufgaben|befehle|vorgaben|instruktionen|regeln|alles"),
     ),
     Rule(
         "new_instructions",
         _rx(r"\b(?:new|updated|real|actual|secret|hidden)\s+(?:instructions?|task|system prompt|orders)\s*[:\-]"),
         1.0,
         cues=_cues("new updated real actual secret hidden"),
+        needs=_needs("instruction|task|system prompt|orders"),
     ),
     Rule(
         "new_instructions_de",
         _rx(r"\b(?:neue|deine neue)\s+(?:aufgabe|anweisung|anweisungen)\b"),
         0.8,
         cues=_cues("neue deine"),
+        needs=_needs("aufgabe|anweisung"),
     ),
     Rule(
         "reveal_prompt",
@@ -92,6 +105,7 @@ RULES: Final[tuple[Rule, ...]] = (
         ),
         0.9,
         cues=_cues("reveal show print repeat output display leak tell give what"),
+        needs=_needs("prompt|instructions|rules"),
     ),
     Rule(
         "role_marker",
@@ -102,7 +116,7 @@ RULES: Final[tuple[Rule, ...]] = (
         1.0,
         marks="<[#",
     ),
-    Rule("role_prefix", _rx(r"^\s*(?:system|assistant)\s*:\s*\S"), 0.6, cues=_cues("system assistant")),
+    Rule("role_prefix", _rx(r"^\s*(?:system|assistant)\s*:\s*\S"), 0.6, cues=_cues("system assistant"), needs=(":",)),
     Rule(
         "tool_call",
         _rx(
@@ -113,6 +127,7 @@ RULES: Final[tuple[Rule, ...]] = (
         1.0,
         cues=_cues("action"),
         marks='<"{[',
+        needs=_needs('tool_call|function_call|tool_use|invoke|"name"|<function=|action input:'),
     ),
     Rule(
         "addressed_to_model",
@@ -123,6 +138,7 @@ RULES: Final[tuple[Rule, ...]] = (
         ),
         1.0,
         cues=_cues("note message instruction instructions attention important reminder dear hey hello hi if as"),
+        needs=_needs("assistant|model|llm|chat|gpt|claude|gemini|bard|a.i.", *(f"{space}ai" for space in _ASCII_SPACE)),
     ),
     Rule(
         "jailbreak_persona",
@@ -132,6 +148,7 @@ RULES: Final[tuple[Rule, ...]] = (
         ),
         1.0,
         cues=_cues("dan anything developer jailbroken aim stan dude mongo betterdan antigpt ucar"),
+        needs=_needs("anything|mode|jailbreak|jailbroken|unfiltered|amoral|rules|restrictions|limits"),
     ),
     Rule(
         "no_restrictions",
@@ -141,6 +158,9 @@ RULES: Final[tuple[Rule, ...]] = (
         ),
         0.5,
         cues=_cues("no without free not beyond break breaking abandon abandoned"),
+        needs=_needs(
+            "guidelines|restrictions|limitations|limits|filters|censorship|policies|rules|boundaries|morals|ethics"
+        ),
     ),
     Rule(
         "stay_in_character",
@@ -149,6 +169,7 @@ RULES: Final[tuple[Rule, ...]] = (
         ),
         0.5,
         cues=_cues("character never"),
+        needs=_needs("character|refuse|say"),
     ),
     Rule(
         "pretend_unrestricted",
@@ -157,6 +178,7 @@ RULES: Final[tuple[Rule, ...]] = (
         ),
         0.8,
         cues=_cues("pretend act behave imagine roleplay role"),
+        needs=_needs("unrestricted|unfiltered|uncensored|amoral|evil|no rules|no restrictions|no filters|no limits"),
     ),
     Rule(
         "decode_and_follow",
@@ -165,6 +187,7 @@ RULES: Final[tuple[Rule, ...]] = (
         ),
         0.8,
         cues=_cues("decode base64 rot13 hex reverse"),
+        needs=_needs("follow|execute|run|obey|do what|carry out|perform"),
     ),
     Rule(
         "exfiltrate",
@@ -174,25 +197,55 @@ RULES: Final[tuple[Rule, ...]] = (
         ),
         0.8,
         cues=_cues("send forward post upload email e transmit exfiltrate"),
+        needs=_needs("://|@"),
     ),
-    Rule("markdown_exfil", _rx(r"!\[[^\]]*\]\(https?://[^)\s]*[?&][^)\s]*=(?:\{|%7B|\$|<)"), 0.8, marks="!"),
+    Rule(
+        "markdown_exfil",
+        _rx(r"!\[[^\]]*\]\(https?://[^)\s]*[?&][^)\s]*=(?:\{|%7B|\$|<)"),
+        0.8,
+        marks="!",
+        needs=_needs("](http"),
+    ),
 )
 
 
-_BY_CUE: Final = {cue: frozenset(i for i, r in enumerate(RULES) if cue in r.cues) for r in RULES for cue in r.cues}
-_BY_MARK: Final = {m: frozenset(i for i, r in enumerate(RULES) if m in r.marks) for r in RULES for m in r.marks}
-_ALWAYS: Final = frozenset(i for i, r in enumerate(RULES) if not r.cues and not r.marks)
+# The rules each cue word (as ASCII bytes) or mark character may start, as bit sets over RULES.
+_BY_CUE: Final = {
+    cue.encode("ascii"): sum(1 << i for i, r in enumerate(RULES) if cue in r.cues) for r in RULES for cue in r.cues
+}
+_CUES: Final = frozenset(_BY_CUE)
+_BY_MARK: Final = tuple(
+    (m, sum(1 << i for i, r in enumerate(RULES) if m in r.marks))
+    for m in dict.fromkeys(m for r in RULES for m in r.marks)
+)
+_ALWAYS: Final = sum(1 << i for i, r in enumerate(RULES) if not r.cues and not r.marks)
+# ASCII word characters (``\w``) kept, everything else a space: ``split`` then gives the words ``\w+`` finds.
+_WORDS_ONLY: Final = bytes(b if b < 128 and (chr(b).isalnum() or b == ord("_")) else ord(" ") for b in range(256))
 
 
 def _candidates(text: str) -> list[Rule]:
-    """The rules an ASCII ``text`` may match, in order: those with a cue among its words or a mark in it."""
-    found = set(_ALWAYS)
-    for word in _BY_CUE.keys() & _WORD.findall(text.lower()):
+    """The rules an ASCII ``text`` may match, in order: those with a cue among its words or a mark in it, and one
+    of their needs in it.
+    """
+    low = text.lower()
+    found = _ALWAYS
+    for word in _CUES.intersection(low.encode("ascii").translate(_WORDS_ONLY).split()):
         found |= _BY_CUE[word]
-    for mark, rules in _BY_MARK.items():
+    for mark, rules in _BY_MARK:
         if mark in text:
             found |= rules
-    return [RULES[i] for i in sorted(found)]
+    out = []
+    while found:  # the set bits, lowest (first rule) first; plain loops: this runs for every text written
+        rule = RULES[(found & -found).bit_length() - 1]
+        found &= found - 1
+        if not rule.needs:
+            out.append(rule)
+            continue
+        for need in rule.needs:
+            if need in low:
+                out.append(rule)
+                break
+    return out
 
 
 def match_rules(text: str) -> list[RuleMatch]:
@@ -206,6 +259,8 @@ def scan_rules(unmasked: Unmasked) -> list[RuleMatch]:
     """The rules the unmasked text or any decoded payload matches; payload matches are named ``payload:RULE``
     and weigh at least 0.9 (hiding an instruction is itself a sign).
     """
+    if not unmasked.payloads:
+        return match_rules(unmasked.text)  # each rule once already
     found = {m.name: m for m in match_rules(unmasked.text)}
     for payload in unmasked.payloads:
         for m in match_rules(payload):
