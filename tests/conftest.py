@@ -6,9 +6,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from memlane import Config, Memory
 from memlane.embedding.fake import HashEmbedder
+
+# No per-example time limit: speed is measured by `memlane bench`, never by a test, and a loaded 2-core machine can
+# take longer than hypothesis's default 200 ms on any example.
+settings.register_profile("memlane", deadline=None)
+settings.load_profile("memlane")
 
 BACKENDS = ["sqlite-memory", "sqlite-file", "sqlite-qdrant-local", "postgres"]
 
