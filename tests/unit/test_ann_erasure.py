@@ -60,3 +60,23 @@ def test_delete_all_leaves_no_byte_of_the_users_text_in_the_file(tmp_path: Path)
     # closed: the WAL is checkpointed into the file; neither the rows, the full-text index nor a vector file keeps it
     assert b"quixotrelzz" not in db.read_bytes()
     assert b"quixotrelzz" not in _index_bytes(db)
+
+
+def _file_bytes(db: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*") if p.is_file())
+
+
+def test_erased_text_leaves_the_write_ahead_log_while_the_store_stays_open(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with Memory(db, embedder="hash") as m:
+        for i in range(40):
+            m.add(f"filler turn {i} about gardening and the weather", user_id="bob", infer=False)
+        m.add(["My locker code is quixotrelzz.", "Noted, quixotrelzz it is."], user_id="ana", infer=False)
+        gone = m.add("My bike lock is vorpalbrix.", user_id="bob", infer=False).items[0].id
+        assert b"quixotrelzz" in _file_bytes(db) and b"vorpalbrix" in _file_bytes(db)
+        m.delete_all(user_id="ana")
+        m.delete(gone, user_id="bob")
+        # still open (a server between requests): no file of the store, the WAL included, holds either text
+        assert b"quixotrelzz" not in _file_bytes(db)
+        assert b"vorpalbrix" not in _file_bytes(db)
+        assert m.search("gardening", user_id="bob")  # the store works on

@@ -168,6 +168,26 @@ class Database:
                         c.execute("ROLLBACK")
                     raise translate(exc, self.path) from exc
 
+    def truncate_wal(self) -> bool:
+        """Copy the write-ahead log into the file and empty it, so that page images written before an erasure
+        (which hold the erased text) leave the WAL file now, not at the last close. ``False`` when it could not
+        finish (inside a transaction, or another connection still reads an older snapshot): the next erasure,
+        checkpoint or close does it then.
+        """
+        if self.path == ":memory:" or self.read_only:
+            return True
+        with self.lock:
+            if self.conn.in_transaction:
+                return False
+            try:
+                busy = int(self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
+            except sqlite3.Error as exc:
+                log.warning("could not empty the write-ahead log of %s after an erasure: %s", self.path, exc)
+                return False
+        if busy:
+            log.warning("the write-ahead log of %s is still read by another connection; emptied later", self.path)
+        return not busy
+
     @contextlib.contextmanager
     def reading(self, scope: str | None = None) -> Iterator[sqlite3.Connection]:
         """The connection for reads outside a transaction, under the lock, with driver errors translated. ``scope``

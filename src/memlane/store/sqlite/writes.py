@@ -353,8 +353,11 @@ class SQLiteWrites:
                     removed.append((int(dpk), str(mid)))
                     remove_row(c, user_id, int(dpk), str(mid), at, {"source_deleted": memory_id})
             versions = self._db.bump(c, user_id)
+            if not self._fts_secure_delete:  # an older SQLite: merge the index so no term of the text survives
+                purge_deleted_terms(c)
         self._cache.advance(user_id, *versions, remove=[k for k, _ in removed])
         self._cache.erased(user_id)
+        self._db.truncate_wal()  # the WAL still holds the pages as they were before the delete
         return [mid for _, mid in removed]
 
     def delete_user(self, user_id: str) -> int:
@@ -393,6 +396,7 @@ class SQLiteWrites:
                 purge_deleted_terms(c)
         self._cache.forget(user_id)
         self._hot.forget(user_id)
+        self._db.truncate_wal()  # the WAL still holds the pages as they were before the delete
         return int(n)
 
     def record_access(self, user_id: str, uses: Mapping[str, AccessUse]) -> None:
