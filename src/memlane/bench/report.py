@@ -91,23 +91,20 @@ network refused (any attempt would be listed below) and telemetry off (`MEM0_TEL
 searching (bm25s, LanceDB's full-text index). Ratios are memlane/peer: above 1 means memlane is higher (better for
 recall and ingest rate); for latency, below 1 means memlane is faster. Ratios compare systems of the same run.
 
-**Same input for all.** Every system, memlane included, is given each LoCoMo turn as its bare text (with the image
-caption), without the speaker's name or the session date: the one input all five accept in the same form. This is
-why memlane's recall here is lower than in the LoCoMo section above, where memlane gets each turn through its API
-with the speaker's name and the session time (most LoCoMo questions name a speaker, which helps full-text search).
-These peers runs were also made before `multi` became memlane's default: memlane ran with `weighted` (0.6 dense +
-0.4 BM25); the LoCoMo section shows how the presets compare. They also predate the storage rebuild and the int8
-runtime: they describe memlane as of 2026-11-22, and are kept until the rerun (`bench peers --text-form dated`
-with the default preset, on a quiet machine) replaces them.
+**Same input for all.** Every system, memlane included, is given each LoCoMo turn in the same form: in the runs
+marked `bare`, the turn's text alone (with the image caption); in the runs marked `dated`, the text with the
+speaker's name and the session date in front ("Caroline, 8 May 2023: ..."), which any user of these systems would
+store too. The headline's recall comes from the newest `dated` run, made with memlane's default preset (`multi`) on
+this tree; the `bare` run of the same day stands beside it. memlane's recall in the LoCoMo section above is higher
+again because there it gets each turn through its API, with the speaker and the time as fields. The oldest runs
+(2026-11-22) used `weighted` (0.6 dense + 0.4 BM25) and predate the storage rebuild and the int8 runtime.
 
-**Unequal load at 100k.** In the 100k run, memlane's point ran while the other benchmark runs still loaded the
-machine (load average about 8 on 2 cores) and the LanceDB and Chroma points ran after those had finished, on an
-idle machine (compare the MiniLM runtime rates measured by the 10k and 100k runs). Its 100k ratios therefore
-understate memlane; run 4 measures memlane at 100k again on the idle machine, for reference.
+**Unequal load at 100k in the 2026-11-22 run.** memlane's 100k point ran while other benchmark runs still loaded
+the machine (load average about 8 on 2 cores) and the LanceDB and Chroma points ran after those had finished, on
+an idle machine. Those 100k ratios understate memlane; the newer runs were made on a quiet machine.
 
-**The newest run** (memlane and LanceDB, speed only, 10k) was made on a quiet machine with memlane's default preset
-(`multi`) and its read model; both systems embed with the same MiniLM. Its ratios are the ones in the headline for
-LanceDB; the LoCoMo recall ratios come from the older runs (bare text, `weighted`).
+**Speed in the headline** comes from the newest run that measured both systems at that size, and says which
+embedder both used (the `static` runs give LanceDB memlane's static vectors too, so both embed the same way).
 """
 
 NOT_COMPARABLE = """\
@@ -332,7 +329,10 @@ def headline_rows(reps: Sequence[PeersReport]) -> list[str]:
     peers = list(dict.fromkeys(i.system for r in reps for i in r.systems if i.system != "memlane"))
     for peer in peers:
         row = f"| {peer} |"
-        q = next(((r, x) for r in reps for x in r.quality if x.info.system == peer), None)
+        with_quality = [r for r in reps if any(x.info.system == peer for x in r.quality)]
+        dated = [r for r in with_quality if r.text_form == "dated"]
+        source = (dated or with_quality)[-1:]  # the newest run that gave every system dated turns, else the newest
+        q = next(((r, x) for r in source for x in r.quality if x.info.system == peer), None)
         if q is None:
             row += " - | - |"
         else:
@@ -358,7 +358,7 @@ def headline_rows(reps: Sequence[PeersReport]) -> list[str]:
             p, m = pair
             row += (
                 f" {p.ingest_items_per_s:,.0f} ({m.ingest_items_per_s / p.ingest_items_per_s:.3g}) |"
-                f" {p.search_p50_ms:.1f} ({m.search_p50_ms / p.search_p50_ms:.3g}) |"
+                f" {p.search_p50_ms:.1f} ({m.search_p50_ms / p.search_p50_ms:.3g}; {m.embedder}) |"
                 f" {p.search_p95_ms:.1f} ({m.search_p95_ms / p.search_p95_ms:.3g}) |"
             )
         lines.append(row)
@@ -382,7 +382,8 @@ def _peers_section(reps: Sequence[PeersReport], md: Path, img: Path) -> list[str
         systems = [i.system for i in rep.systems] or [p.split("@")[0] for p in rep.planned]
         lines += [f"### Run {n}: {', '.join(dict.fromkeys(systems))}", "", f"`{rep.command}`", ""]
         where = f"; LoCoMo {', '.join(rep.conversations)}" if rep.quality else " (no LoCoMo part)"
-        lines += [f"{rep.machine}; created {rep.created}{where}.", ""]
+        form = f"; LoCoMo turns given `{rep.text_form}`" if rep.quality else ""
+        lines += [f"{rep.machine}; created {rep.created}{where}{form}.", ""]
         if rep.quality:
             lines += [
                 "LoCoMo, categories 1-4:",
