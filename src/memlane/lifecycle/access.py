@@ -17,7 +17,8 @@ from datetime import datetime
 
 from memlane.store.records import AccessUse
 
-MAX_PENDING = 256  # (user, memory) pairs gathered before they are written: 256 take ~5 ms at 100k memories, 2,000 ~100 ms
+# (user, memory) pairs gathered before they are written: 256 take about 5 ms at 100k memories, 2,000 about 100 ms
+MAX_PENDING = 256
 MAX_AGE_S = 2.0  # seconds the oldest gathered use may wait
 
 
