@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memlane.store.ann import IndexSettings, VectorIndex
@@ -37,6 +37,7 @@ def exact_top(held: dict[int, int], q: np.ndarray, k: int, allowed: set[int] | N
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=ops, exact_below=st.sampled_from([10_000, 60]), shift=st.integers(1, POOL - 1))
+@example(ops=[("add", [1, 0]), ("add", [0]), ("search", 0, 1)], exact_below=10_000, shift=1)  # two keys, one vector
 def test_index_agrees_with_exact_search(ops: list[tuple[object, ...]], exact_below: int, shift: int) -> None:
     # Small HNSW graphs at a generous ef are exact in practice; the assertion allows one miss per search there.
     conf = IndexSettings(exact_below=exact_below, expansion_search=128, filter_exact_max=20)
@@ -67,7 +68,11 @@ def test_index_agrees_with_exact_search(ops: list[tuple[object, ...]], exact_bel
                 assert len(got) == len(want) and len(set(got)) == len(got)
                 assert set(got) <= set(held) and (allowed is None or set(got) <= allowed)
                 slack = 0 if index.kind == "exact" else 1
-                assert len(set(got) & set(want)) >= len(want) - slack
+                # Keys holding the same vector tie; BLAS may score equal rows a last bit apart, so a key whose exact
+                # score is within float noise of the k-th best counts as a right answer.
+                floor = float(VECS[held[want[-1]]] @ q) - 1e-6 if want else 0.0
+                tied = {key for key in got if float(VECS[held[key]] @ q) >= floor}
+                assert len(tied | (set(got) & set(want))) >= len(want) - slack
                 for h in hits:
                     assert abs(h.score - float(VECS[held[h.key]] @ q)) < 1e-4
             else:

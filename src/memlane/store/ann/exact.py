@@ -11,14 +11,19 @@ import numpy as np
 from memlane.store.ann.types import F32, I64
 
 
-def top_positions(scores: F32, k: int) -> I64:
-    """Positions of the ``k`` largest scores, best first (ties by position)."""
+def top_positions(scores: F32, k: int, keys: I64) -> I64:
+    """Positions of the ``k`` largest scores, best first; equal scores by key (``keys[i]`` is position i's key),
+    so the order never depends on where a vector happens to sit (insertion order, a removal's swap, a reload).
+    """
     if k <= 0 or scores.size == 0:
         return np.empty(0, dtype=np.int64)
-    if k >= scores.size:
-        return np.argsort(-scores, kind="stable").astype(np.int64)
-    part = np.argpartition(-scores, k - 1)[:k]
-    return part[np.argsort(-scores[part], kind="stable")].astype(np.int64)
+    if k < scores.size:
+        kth = np.partition(-scores, k - 1)[k - 1]
+        candidates = np.flatnonzero(-scores <= kth)  # the k best and everything tied with the last of them
+    else:
+        candidates = np.arange(scores.size)
+    order = np.lexsort((keys[candidates], -scores[candidates]))
+    return candidates[order[:k]].astype(np.int64)
 
 
 class ExactVectors:
@@ -103,11 +108,11 @@ class ExactVectors:
     def search(self, query: F32, k: int) -> tuple[I64, F32]:
         """The ``k`` best keys by inner product and their scores."""
         scores = self.matrix @ query
-        order = top_positions(scores, k)
+        order = top_positions(scores, k, self.keys)
         return self.keys[order], scores[order]
 
     def search_rows(self, query: F32, rows: I64, k: int) -> tuple[I64, F32]:
         """The ``k`` best among the given rows."""
         scores = self._buf[rows] @ query
-        order = top_positions(scores, k)
+        order = top_positions(scores, k, self._keys[rows])
         return self._keys[rows[order]], scores[order]

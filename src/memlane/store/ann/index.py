@@ -219,7 +219,7 @@ class VectorIndex:
                 return keys[keep][:k], scores[keep][:k]
         present, vecs = self._hnsw.vectors_of(allowed)
         scores = vecs @ q
-        order = top_positions(scores, k)
+        order = top_positions(scores, k, present)
         return present[order], scores[order]
 
     def scores(self, query: npt.ArrayLike, keys: KeysLike) -> list[Hit]:
