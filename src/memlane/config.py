@@ -150,6 +150,8 @@ class Config:
     # call pads less: 1024 took MiniLM ingest from 123 to 158 items/s against 64 (LoCoMo-like turns, 2 cores).
     embed_batch: int = 1024
     recency_half_life_days: float = 30.0
+    # Threads numpy's BLAS may use while memlane's calls run (memlane.blas); None leaves the process's setting alone.
+    blas_threads: int | None = 1
     # -- optional reranking of the best fused candidates (memlane.retrieval.rerank): None, "mmr[:LAMBDA]" or
     # "endpoint:MODEL@URL" (a local cross-encoder server's /rerank); off by default.
     reranker: str | None = None
@@ -186,6 +188,8 @@ class Config:
     def __post_init__(self) -> None:
         if self.max_text_chars <= 0 or self.embed_batch <= 0 or self.recency_half_life_days <= 0:
             raise ConfigError("max_text_chars, embed_batch and recency_half_life_days must be positive")
+        if self.blas_threads is not None and (not isinstance(self.blas_threads, int) or self.blas_threads < 1):
+            raise ConfigError(f"blas_threads must be a positive integer or None, got {self.blas_threads!r}")
         if not isinstance(self.rerank_depth, int) or not 1 <= self.rerank_depth <= 1000:
             raise ConfigError(f"rerank_depth must be an integer from 1 to 1000, got {self.rerank_depth!r}")
         if not 0.0 <= self.min_confidence <= 1.0:
@@ -253,7 +257,7 @@ class Config:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
-        """Settings from ``MEMLANE_HOME``, ``MEMLANE_EMBEDDER``, ``MEMLANE_PRESET``, ``MEMLANE_INFER``,
+        """Settings from ``MEMLANE_HOME``, ``MEMLANE_EMBEDDER``, ``MEMLANE_PRESET``, ``MEMLANE_INFER``, ``MEMLANE_BLAS_THREADS``,
         ``MEMLANE_MIN_CONFIDENCE``, ``MEMLANE_CAPACITY``, ``MEMLANE_RERANKER``, ``MEMLANE_BROKER_URL``,
         ``MEMLANE_BROKER_QUEUE``, ``MEMLANE_JOB_MAX_ATTEMPTS``, ``MEMLANE_JOB_BACKOFF_SECONDS``,
         ``MEMLANE_INJECTION_DETECTOR``, ``MEMLANE_INJECTION_THRESHOLD``, ``MEMLANE_REDACT_PII`` (e.g. ``email,phone`` or
@@ -270,6 +274,9 @@ class Config:
             kwargs["preset"] = env["MEMLANE_PRESET"]
         if env.get("MEMLANE_RERANKER"):
             kwargs["reranker"] = env["MEMLANE_RERANKER"]
+        if env.get("MEMLANE_BLAS_THREADS"):  # a number, or "none" to leave BLAS alone
+            raw = env["MEMLANE_BLAS_THREADS"].strip().lower()
+            kwargs["blas_threads"] = None if raw == "none" else int(_number("MEMLANE_BLAS_THREADS", raw))
         if env.get("MEMLANE_INFER"):
             kwargs["infer"] = _flag("MEMLANE_INFER", env["MEMLANE_INFER"])
         if env.get("MEMLANE_MIN_CONFIDENCE"):

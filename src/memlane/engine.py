@@ -21,6 +21,7 @@ import numpy as np
 from memlane.answer.ask import Answer, Asker
 from memlane.answer.context import Context, assemble
 from memlane.answer.fence import fence as fence_item
+from memlane.blas import blas_threads
 from memlane.broker import JobRun, RetryPolicy, publisher_for
 from memlane.broker.runner import run_job
 from memlane.config import Config, RetrievalPreset, save_preset
@@ -379,7 +380,12 @@ class Memory:
         finally:
             self._leases.drop(job.id)
 
-    def _insert(
+    def _insert(self, items: Sequence[MemoryItem], *args: Any, **kwargs: Any) -> None:
+        """``_insert_now`` with BLAS held to ``config.blas_threads`` (embedding, labels and vectors are products)."""
+        with blas_threads(self.config.blas_threads):
+            self._insert_now(items, *args, **kwargs)
+
+    def _insert_now(
         self,
         items: Sequence[MemoryItem],
         event: HistoryEvent = HistoryEvent.ADD,
@@ -438,6 +444,10 @@ class Memory:
         return queued + self._store.jobs(None, JobState.RUNNING, max(0, limit - len(queued)))
 
     def _handle_job(self, job: Job) -> None:
+        with blas_threads(self.config.blas_threads):  # extraction embeds and compares vectors
+            self._handle_job_now(job)
+
+    def _handle_job_now(self, job: Job) -> None:
         owner = self._leases.owner
         if job.kind != EXTRACT_JOB:
             self._store.finish_job(JobOutcome(job.id, JobState.FAILED, f"unknown job kind {job.kind!r}", owner=owner))
@@ -577,7 +587,7 @@ class Memory:
         flt = check_filters(filters, self.limits)
         chosen = self._preset(preset_name)
         now = utcnow()
-        with self._store.pinned():  # one look at other processes' commits for the whole search
+        with self._store.pinned(), blas_threads(self.config.blas_threads):  # one look at others' commits
             self._check_embedder()
             hits = self._retriever.search(query, user_id, top_k=top_k, filters=flt, preset=chosen, now=now)
         if hits:
