@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -14,7 +15,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Self
+from typing import IO, Any, Concatenate, ParamSpec, Self, TypeVar
 
 import numpy as np
 
@@ -95,6 +96,8 @@ from memlane.store.records import embed_hash
 from memlane.worker import JobDeferred, JobWorker
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 MessagesInput = str | Message | Mapping[str, Any] | Sequence[str | Message | Mapping[str, Any]]
 FiltersInput = Filters | Mapping[str, Any] | None
@@ -137,6 +140,17 @@ def index_text(item: MemoryItem) -> str:
     if item.kind is MemoryKind.MESSAGE and item.speaker:
         return f"{item.speaker}: {item.text}"
     return item.text
+
+
+def _blas_held(method: Callable[Concatenate[Memory, P], R]) -> Callable[Concatenate[Memory, P], R]:
+    """Run a ``Memory`` method with BLAS held to ``config.blas_threads`` (see ``memlane.blas``)."""
+
+    @functools.wraps(method)
+    def held(self: Memory, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with blas_threads(self.config.blas_threads):
+            return method(self, *args, **kwargs)
+
+    return held
 
 
 class Memory:
@@ -380,12 +394,8 @@ class Memory:
         finally:
             self._leases.drop(job.id)
 
-    def _insert(self, items: Sequence[MemoryItem], *args: Any, **kwargs: Any) -> None:
-        """``_insert_now`` with BLAS held to ``config.blas_threads`` (embedding, labels and vectors are products)."""
-        with blas_threads(self.config.blas_threads):
-            self._insert_now(items, *args, **kwargs)
-
-    def _insert_now(
+    @_blas_held  # embedding, labels and vector comparisons are matrix products
+    def _insert(
         self,
         items: Sequence[MemoryItem],
         event: HistoryEvent = HistoryEvent.ADD,
@@ -443,11 +453,8 @@ class Memory:
         queued = self._store.jobs(None, JobState.QUEUED, limit)
         return queued + self._store.jobs(None, JobState.RUNNING, max(0, limit - len(queued)))
 
+    @_blas_held  # extraction embeds and compares vectors
     def _handle_job(self, job: Job) -> None:
-        with blas_threads(self.config.blas_threads):  # extraction embeds and compares vectors
-            self._handle_job_now(job)
-
-    def _handle_job_now(self, job: Job) -> None:
         owner = self._leases.owner
         if job.kind != EXTRACT_JOB:
             self._store.finish_job(JobOutcome(job.id, JobState.FAILED, f"unknown job kind {job.kind!r}", owner=owner))

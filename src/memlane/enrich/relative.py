@@ -45,26 +45,21 @@ _IN: Final = re.compile(rf"in {_COUNT} {_UNIT}")
 # A window's count word after a "1 " ("over the last two days" is read as "1 two days ago"): dateparser reads the
 # count and, for months only, takes the 1 for the day of the month.
 _ONE_COUNT: Final = re.compile(r"1 (?P<count>" + "|".join(_COUNT_WORDS) + rf") {_UNIT} ago")
-_MONTHS: Final = {
-    name: index
-    for index, name in enumerate(
-        (
-            "january",
-            "february",
-            "march",
-            "april",
-            "may",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-        ),
-        start=1,
-    )
-}
+MONTH_NAMES: Final = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+_MONTHS: Final = {name: index for index, name in enumerate(MONTH_NAMES, start=1)}
 _MONTH: Final = re.compile(r"(?:in )?(?P<month>" + "|".join(_MONTHS) + ")")
 _MONTH_DAY: Final = re.compile(r"(?P<month>" + "|".join(_MONTHS) + r") (?P<day>[1-9]|[12]\d|3[01])")
 #: "this may": dateparser reads no time in it.

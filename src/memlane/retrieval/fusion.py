@@ -125,16 +125,13 @@ def _ranks(
     scores first, ties by the key's string form. One comparison of the asked rows against the whole column.
     """
     out: list[int] = []
+    tied: list[bool] = []
     for start in range(0, at.size, 256):  # bounded memory when every item of a large pool is asked
         v = raw[at[start : start + 256]][:, None]
-        ahead = np.count_nonzero(raw[None, :] > v, axis=1)
-        tied = np.count_nonzero(raw[None, :] == v, axis=1)
-        out += np.where(tied > 1, -(1 + ahead), 1 + ahead).tolist()
-    for j, r in enumerate(out):
-        if r > 0:
-            continue
-        out[j] = -r
-        mine = names[int(rows[at[j]])]  # tied with others (rare): by name, as ``ranks`` orders them
+        out += (1 + np.count_nonzero(raw[None, :] > v, axis=1)).tolist()
+        tied += (np.count_nonzero(raw[None, :] == v, axis=1) > 1).tolist()
+    for j in (j for j, t in enumerate(tied) if t):  # equal scores: by name, as ``ranks`` orders them
+        mine = names[int(rows[at[j]])]
         out[j] += sum(1 for t in rows[raw == raw[at[j]]].tolist() if names[t] < mine)
     return out
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from memlane.enrich.entities import extract_entities
+from memlane.enrich.relative import MONTH_NAMES
 from memlane.extraction.rewrite import Prefer, absolutise, finish_sentence, in_third_person
 from memlane.models import MemoryKind
 
@@ -50,29 +51,7 @@ JOBS = (
     r"translator|social worker|cashier|surgeon|midwife|dietitian|nutritionist|coach|personal trainer|tutor|"
     r"entrepreneur|data scientist|product manager|project manager|software engineer|web developer|graphic designer"
 )
-MONTHS_DAYS = frozenset(
-    [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-    ]
-)
+MONTHS_DAYS = frozenset([*MONTH_NAMES, "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
 DEICTIC = re.compile(
     r"^(?:it|that|this|these|those|you|u|ya|him|her|them|the way|when|how|what|everything|everyone|everybody|"
     r"so much|too|a lot|one|here|there)\b",
