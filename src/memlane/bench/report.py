@@ -104,7 +104,9 @@ speaker's name and the session date in front ("Caroline, 8 May 2023: ..."), whic
 store too. The headline's recall comes from the newest `dated` run, made with memlane's default preset (`multi`) on
 this tree; the `bare` run of the same day stands beside it. memlane's recall in the LoCoMo section above is higher
 again because there it gets each turn through its API, with the speaker and the time as fields. The oldest runs
-(2026-11-22) used `weighted` (0.6 dense + 0.4 BM25) and predate the storage rebuild and the int8 runtime.
+(2026-11-22) used `weighted` (0.6 dense + 0.4 BM25) and predate the storage rebuild and the int8 runtime. The
+2026-11-24 `dated` and `bare` runs measured recall only, beside other work: their MiniLM runtime lines are not
+speed figures.
 
 **Unequal load at 100k in the 2026-11-22 run.** memlane's 100k point ran while other benchmark runs still loaded
 the machine (load average about 8 on 2 cores) and the LanceDB and Chroma points ran after those had finished, on
