@@ -1,0 +1,99 @@
+"""Exact search pre-selecting from a float16 copy returns exactly what the float32 product returns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import memlane.store.ann.exact as exact_mod
+from memlane.store.ann.exact import ExactVectors, top_positions
+
+DIM = 384
+
+
+def _anisotropic(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Unit vectors clustered around one direction (as the static embedder's are): scores crowd together."""
+    raw = rng.normal(size=(n, DIM)) + 3 * rng.normal(size=DIM)
+    return (raw / np.linalg.norm(raw, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _float32_top(vectors: ExactVectors, q: np.ndarray, k: int) -> tuple[list[int], np.ndarray]:
+    scores = vectors.matrix @ q
+    order = top_positions(scores, k, vectors.keys)
+    return vectors.keys[order].tolist(), scores[order]
+
+
+@pytest.mark.parametrize("n", [5_000, 12_000])
+def test_half_precision_preselection_returns_the_float32_top_k(n: int) -> None:
+    rng = np.random.default_rng(n)
+    vecs = _anisotropic(rng, n)
+    vecs[1::97] = vecs[0]  # many exact ties at one score: ordered by key, as the float32 search orders them
+    keys = rng.permutation(4 * n)[:n].astype(np.int64)
+    index = ExactVectors(DIM, keys, vecs)
+    assert n >= exact_mod.HALF_FROM
+    for _ in range(40):
+        q = vecs[rng.integers(n)] + rng.normal(0, 0.05, DIM).astype(np.float32)
+        q /= np.linalg.norm(q)
+        for k in (1, 10, 50):
+            got_keys, got_scores = index.search(q, k)
+            want_keys, want_scores = _float32_top(index, q, k)
+            assert got_keys.tolist() == want_keys
+            np.testing.assert_allclose(got_scores, want_scores, rtol=0, atol=1e-6)
+
+
+def test_a_kernel_outside_the_error_bound_falls_back_to_the_float32_product(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(3)
+    vecs = _anisotropic(rng, 6_000)
+    index = ExactVectors(DIM, np.arange(6_000, dtype=np.int64), vecs)
+    q = vecs[7]
+    calls: list[bool] = []
+    preselect = index._preselect
+
+    def spy(query: np.ndarray, k: int) -> np.ndarray | None:
+        rows = preselect(query, k)
+        calls.append(rows is None)
+        return rows
+
+    monkeypatch.setattr(index, "_preselect", spy)
+    monkeypatch.setattr(exact_mod, "HALF_ERROR", 0.0)  # no float16 score is that close: the bound check fails
+    got_keys, _ = index.search(q, 20)
+    assert calls == [True]
+    assert got_keys.tolist() == _float32_top(index, q, 20)[0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(["add", "replace", "remove", "search"]), st.integers(0, 10_000), st.integers(1, 12)),
+        min_size=1,
+        max_size=25,
+    )
+)
+def test_the_float16_copy_follows_every_write(steps: list[tuple[str, int, int]]) -> None:
+    # A small switch-over size so that every search goes through the float16 copy after adds, replacements and
+    # removals (a removal moves the last row into the hole: the copy must move with it).
+    original = exact_mod.HALF_FROM
+    exact_mod.HALF_FROM = 8
+    try:
+        rng = np.random.default_rng(len(steps))
+        pool = _anisotropic(rng, 300)
+        index = ExactVectors(DIM)
+        for op, seed, k in steps:
+            r = np.random.default_rng(seed)
+            if op in ("add", "replace"):
+                chosen = r.choice(200, size=40, replace=False).astype(np.int64)
+                rows = (chosen + (100 if op == "replace" else 0)) % 300
+                index.add(chosen, pool[rows])
+            elif op == "remove":
+                index.remove(r.choice(200, size=15, replace=False).astype(np.int64))
+            elif len(index):
+                q = pool[seed % 300]
+                got_keys, got_scores = index.search(q, k)
+                want_keys, want_scores = _float32_top(index, q, k)
+                assert got_keys.tolist() == want_keys
+                np.testing.assert_allclose(got_scores, want_scores, rtol=0, atol=1e-6)
+                assert np.array_equal(index._half[: len(index)], index.matrix.astype(np.float16))
+    finally:
+        exact_mod.HALF_FROM = original
