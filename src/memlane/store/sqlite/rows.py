@@ -77,9 +77,18 @@ def item_params(item: MemoryItem, embed_hash: str) -> tuple[Any, ...]:
     )
 
 
+def _loads(text: str) -> Any:
+    """``json.loads``, with the empty list and object (most rows' sources, metadata and entities) read directly."""
+    if text == "[]":
+        return []
+    if text == "{}":
+        return {}
+    return json.loads(text)
+
+
 def row_to_item(row: tuple[Any, ...]) -> MemoryItem:
     """Build a ``MemoryItem`` from a row selected with ``SELECT_ITEM``."""
-    sources = [SourceRef.model_validate(s) for s in json.loads(row[17])]
+    sources = [SourceRef.model_validate(s) for s in _loads(row[17])]
     return MemoryItem.model_construct(
         id=row[0],
         user_id=row[1],
@@ -99,12 +108,12 @@ def row_to_item(row: tuple[Any, ...]) -> MemoryItem:
         last_accessed=_opt_time(row[15]),
         content_hash=row[16],
         sources=sources,
-        metadata=json.loads(row[18]),
+        metadata=_loads(row[18]),
         position=row[19],
         event_end=_opt_time(row[20]),
         category=row[21],
         intent=row[22],
-        entities=json.loads(row[23]),
+        entities=_loads(row[23]),
         valid_from=_opt_time(row[24]),
         valid_until=_opt_time(row[25]),
         superseded_by=row[26],
