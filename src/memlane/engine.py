@@ -51,6 +51,7 @@ from memlane.llm.usage import UsageCounter
 from memlane.models import (
     AddResult,
     ArchivedMemory,
+    Compaction,
     Filters,
     FlaggedMemory,
     HistoryEntry,
@@ -989,6 +990,14 @@ class Memory:
         removed = self._store.delete_user(user_id)
         self._forget_cached_text()
         return removed
+
+    def compact(self) -> Compaction:
+        """Rewrite the store's files from their live content, so that no byte of a deleted memory stays in them
+        (SQLite: ``VACUUM``; PostgreSQL: ``VACUUM FULL`` of memlane's tables, which locks each table while it is
+        rewritten). What a delete leaves is already unreachable to every read; this removes it from the disk too.
+        """
+        self._write_access()  # the searches' counts first: the rewrite then holds them
+        return self._store.compact()
 
     def _forget_cached_text(self) -> None:
         """After an erasure: empty the in-process caches that may hold the erased text (enrichment's word sets,

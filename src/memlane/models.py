@@ -307,6 +307,18 @@ class Stats(BaseModel):
     size_bytes: int
 
 
+class Compaction(BaseModel):
+    """What ``Memory.compact`` did: the store's size before and after, what it rewrote, and what it cannot reach."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    size_before: int
+    size_after: int
+    rewritten: list[str]
+    notes: list[str] = Field(default_factory=list)
+
+
 class InjectionFlag(BaseModel):
     """Why a memory was flagged as a likely prompt injection: its score, the detector's reasons, when."""
 

@@ -528,6 +528,25 @@ def stats(
 
 
 @app.command()
+def compact(db: DbOpt = None, as_json: JsonOpt = False) -> None:
+    """Rewrite the store's files so that nothing deleted remains on disk (SQLite VACUUM; PostgreSQL VACUUM FULL of
+    memlane's tables, which locks each one while it is rewritten).
+    """
+    with open_memory(db, None) as memory:
+        done = memory.compact()
+    if as_json:
+        dump(done.model_dump(mode="json"))
+        return
+    out.print(
+        f"compacted {show(done.path)}: {done.size_before:,} -> {done.size_after:,} bytes "
+        f"({', '.join(done.rewritten) or 'nothing to rewrite'})",
+        highlight=False,
+    )
+    for note in done.notes:
+        out.print(f"  note: {show(note)}", highlight=False)
+
+
+@app.command()
 def reindex(db: DbOpt = None, embedder: EmbedderOpt = None) -> None:
     """Re-embed every memory with the configured embedder."""
     with open_memory(db, embedder) as memory:

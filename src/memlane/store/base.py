@@ -15,6 +15,7 @@ from memlane.embedding.base import Vectors
 from memlane.enrich.entities import AliasRow
 from memlane.graph.types import RelationClaim
 from memlane.models import (
+    Compaction,
     Filters,
     HistoryEntry,
     HistoryEvent,
@@ -165,6 +166,12 @@ class StoreInfo(Protocol):
 
     def size_bytes(self) -> int:
         """Bytes the store takes on disk (0 in memory)."""
+        ...
+
+    def compact(self) -> Compaction:
+        """Rewrite the store's files from their live content: no byte of a deleted memory stays in them, and the
+        space is given back. Other writers (and, on PostgreSQL, readers of the table being rewritten) wait.
+        """
         ...
 
     def pinned(self) -> AbstractContextManager[None]:

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
 import psycopg
+import psycopg.sql
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
@@ -198,6 +199,41 @@ class Database:
 
     def size_bytes(self) -> int:
         return int(self.read("SELECT pg_database_size(current_database())")[0][0])
+
+    def compact(self, tables: Sequence[str]) -> tuple[list[str], list[str]]:
+        """``VACUUM FULL`` each of ``tables`` that exists, then a checkpoint: (the tables rewritten, notes).
+
+        A delete in PostgreSQL leaves the row's old version in the table's pages and its entries in the indexes
+        (the text search index holds the words) until the space is reused; a plain ``VACUUM`` marks it free but
+        does not overwrite it. ``VACUUM FULL`` writes each table and its indexes anew from the live rows, so no
+        byte of a deleted memory stays in the data files. Each table is locked (reads and writes wait) while it is
+        rewritten. The checkpoint lets the server recycle write-ahead log segments sooner; the log itself (and any
+        archive, replica or backup of it) keeps past changes for its retention, which only the server's settings
+        govern.
+        """
+        if self.in_transaction():
+            raise StoreError(f"{self.location}: compact cannot run inside a transaction")
+        done: list[str] = []
+        notes: list[str] = []
+        try:
+            with self.pool.connection() as conn:  # autocommit: VACUUM runs outside any transaction block
+                for table in tables:
+                    found = conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()
+                    if found is None or found[0] is None:
+                        continue
+                    conn.execute(psycopg.sql.SQL("VACUUM (FULL, ANALYZE) {}").format(psycopg.sql.Identifier(table)))
+                    done.append(table)
+                try:
+                    conn.execute("CHECKPOINT")
+                except psycopg.errors.InsufficientPrivilege:
+                    notes.append(
+                        "no CHECKPOINT: the role may not run one (PostgreSQL 15+: grant pg_checkpoint); the server's "
+                        "next checkpoint recycles the write-ahead log"
+                    )
+        except psycopg.Error as exc:
+            raise translate(exc, self.location) from exc
+        notes.append("the write-ahead log, its archive, replicas and backups keep past changes for their own retention")
+        return done, notes
 
     def close(self) -> None:
         self.pool.close()

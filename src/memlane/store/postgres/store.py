@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager, nullcontext
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from memlane.errors import ConfigError
+from memlane.models import Compaction
 from memlane.store.postgres.archive import PostgresArchive
 from memlane.store.postgres.candidates import PostgresCandidateIndex
 from memlane.store.postgres.db import EF_SEARCH_OPTION, POOL_OPTION, Database, redact
@@ -18,6 +19,7 @@ from memlane.store.postgres.history import PostgresHistory
 from memlane.store.postgres.hot_feed import HotScopes
 from memlane.store.postgres.queue import PostgresJobQueue
 from memlane.store.postgres.reads import PostgresReads
+from memlane.store.postgres.schema import owned_tables
 from memlane.store.postgres.security import PostgresSecurity
 from memlane.store.postgres.structured import PostgresStructuredIndex
 from memlane.store.postgres.text import PostgresTextIndex
@@ -84,6 +86,13 @@ class PostgresStore(
 
     def size_bytes(self) -> int:
         return self._db.size_bytes()
+
+    def compact(self) -> Compaction:
+        before = self.size_bytes()
+        rewritten, notes = self._db.compact(owned_tables())
+        return Compaction(
+            path=self.location, size_before=before, size_after=self.size_bytes(), rewritten=rewritten, notes=notes
+        )
 
     def pinned(self) -> AbstractContextManager[None]:
         return nullcontext()  # the read model's feed checks the change log at most every few milliseconds already

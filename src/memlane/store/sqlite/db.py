@@ -188,6 +188,24 @@ class Database:
             log.warning("the write-ahead log of %s is still read by another connection; emptied later", self.path)
         return not busy
 
+    def vacuum(self) -> None:
+        """Rebuild the file from its live pages (``VACUUM``), then empty the write-ahead log: the file shrinks to
+        what it holds, and no free page keeps old content (``secure_delete`` already zeroes what a delete frees;
+        this also drops free pages left from before it was on). Writers wait while it runs.
+        """
+        if self.path == ":memory:":
+            return
+        if self.read_only:
+            raise StoreError(f"{self.path} was opened read-only: it cannot be compacted")
+        with self.lock:
+            if self.conn.in_transaction:
+                raise StoreError(f"{self.path}: compact cannot run inside a transaction")
+            try:
+                self.conn.execute("VACUUM")
+            except sqlite3.Error as exc:
+                raise translate(exc, self.path) from exc
+        self.truncate_wal()
+
     @contextlib.contextmanager
     def reading(self, scope: str | None = None) -> Iterator[sqlite3.Connection]:
         """The connection for reads outside a transaction, under the lock, with driver errors translated. ``scope``

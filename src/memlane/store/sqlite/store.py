@@ -5,6 +5,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from memlane.models import Compaction
 from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.archive import SQLiteArchive
 from memlane.store.sqlite.candidates import SQLiteCandidateIndex
@@ -70,6 +71,16 @@ class SQLiteStore(
 
     def pinned(self) -> AbstractContextManager[None]:
         return self._db.pinned()
+
+    def compact(self) -> Compaction:
+        before = self.size_bytes()
+        self._db.vacuum()
+        swept = self._cache.sweep()  # index folders of users who hold no vectors any more
+        rewritten = ["database file"] if self._db.path != ":memory:" else []
+        notes = [f"removed {swept} vector index folder(s) of users without memories"] if swept else []
+        return Compaction(
+            path=self.location, size_before=before, size_after=self.size_bytes(), rewritten=rewritten, notes=notes
+        )
 
     def close(self) -> None:
         try:
