@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
@@ -67,6 +68,16 @@ def _confine(conn: psycopg.Connection[Any], scope: str | None) -> None:
     """
     if scope is not None:
         conn.execute("SELECT set_config('memlane.scope', %s, true)", (scope,))
+
+
+def owned_tables() -> tuple[str, ...]:
+    """The tables the migrations create and do not drop again, in creation order: what memlane owns (and rewrites
+    in ``compact``), never another table of the same schema.
+    """
+    sql = "\n".join(body for _, body in MIGRATIONS)
+    made = re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", sql)
+    dropped = set(re.findall(r"DROP TABLE (?:IF EXISTS )?(\w+)", sql))
+    return tuple(dict.fromkeys(t for t in made if t not in dropped))
 
 
 class Database:

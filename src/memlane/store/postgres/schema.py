@@ -6,7 +6,6 @@ conversion of rows to records serves both. Every table carries the user scope co
 
 from __future__ import annotations
 
-import re
 from typing import Final
 
 # The key of the advisory lock that serialises migrations of one database across processes.
@@ -417,13 +416,3 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         """,
     ),
 )
-
-
-def owned_tables() -> tuple[str, ...]:
-    """The tables the migrations create and do not drop again, in creation order: what memlane owns (and rewrites
-    in ``compact``), never another table of the same schema.
-    """
-    sql = "\n".join(body for _, body in MIGRATIONS)
-    made = re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", sql)
-    dropped = set(re.findall(r"DROP TABLE (?:IF EXISTS )?(\w+)", sql))
-    return tuple(dict.fromkeys(t for t in made if t not in dropped))

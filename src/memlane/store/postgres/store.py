@@ -11,7 +11,7 @@ from memlane.errors import ConfigError
 from memlane.models import Compaction
 from memlane.store.postgres.archive import PostgresArchive
 from memlane.store.postgres.candidates import PostgresCandidateIndex
-from memlane.store.postgres.db import EF_SEARCH_OPTION, POOL_OPTION, Database, redact
+from memlane.store.postgres.db import EF_SEARCH_OPTION, POOL_OPTION, Database, owned_tables, redact
 from memlane.store.postgres.entities import PostgresEntityIndex
 from memlane.store.postgres.feedback import PostgresFeedback
 from memlane.store.postgres.graph import PostgresGraph
@@ -19,7 +19,6 @@ from memlane.store.postgres.history import PostgresHistory
 from memlane.store.postgres.hot_feed import HotScopes
 from memlane.store.postgres.queue import PostgresJobQueue
 from memlane.store.postgres.reads import PostgresReads
-from memlane.store.postgres.schema import owned_tables
 from memlane.store.postgres.security import PostgresSecurity
 from memlane.store.postgres.structured import PostgresStructuredIndex
 from memlane.store.postgres.text import PostgresTextIndex
