@@ -108,10 +108,16 @@ def normalise_text(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text).casefold().split())
 
 
-def content_hash(user_id: str, agent_id: str | None, session_id: str | None, kind: str, text: str) -> str:
-    """SHA-256 of the normalised text within its scope."""
-    payload = json.dumps([user_id, agent_id, session_id, kind, normalise_text(text)], ensure_ascii=False)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+# ``json.dumps(value, ensure_ascii=False)``, without building an encoder per call (as dumps does for any option)
+_JSON_TEXT = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def content_hash(
+    user_id: str, agent_id: str | None, session_id: str | None, kind: str, text: str, *, normalised: str | None = None
+) -> str:
+    """SHA-256 of the normalised text within its scope (``normalised``: ``normalise_text(text)`` when known)."""
+    norm = normalise_text(text) if normalised is None else normalised
+    return hashlib.sha256(_JSON_TEXT([user_id, agent_id, session_id, kind, norm]).encode("utf-8")).hexdigest()
 
 
 def message_hash(
@@ -121,18 +127,22 @@ def message_hash(
     text: str,
     timestamp: datetime | None = None,
     occurrence: int = 0,
+    *,
+    normalised: str | None = None,
 ) -> str:
     """The idempotency key of a message: its scope and normalised text, the timestamp the caller gave (if any),
     and its occurrence number among identical messages of the same ``add`` call.
 
     So re-adding a conversation is a no-op, while the same words said twice in one batch stay two turns.
     Without a timestamp and at occurrence 0 it equals ``content_hash`` (the key of stores written before).
+    ``normalised`` is ``normalise_text(text)`` when the caller has it already.
     """
+    norm = normalise_text(text) if normalised is None else normalised
     if timestamp is None and occurrence == 0:
-        return content_hash(user_id, agent_id, session_id, MemoryKind.MESSAGE.value, text)
+        return content_hash(user_id, agent_id, session_id, MemoryKind.MESSAGE.value, text, normalised=norm)
     stamp = None if timestamp is None else timestamp.isoformat()
-    payload = [user_id, agent_id, session_id, MemoryKind.MESSAGE.value, normalise_text(text), stamp, occurrence]
-    return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
+    payload = [user_id, agent_id, session_id, MemoryKind.MESSAGE.value, norm, stamp, occurrence]
+    return hashlib.sha256(_JSON_TEXT(payload).encode("utf-8")).hexdigest()
 
 
 def index_text(item: MemoryItem) -> str:
@@ -305,7 +315,8 @@ class Memory:
             text = msg.content
             meta = check_metadata({**base_meta, **msg.metadata}, f"message {i} metadata", self.limits)
             given_ts = msg.timestamp or default_ts
-            key = (normalise_text(text), given_ts)
+            norm = normalise_text(text)
+            key = (norm, given_ts)
             occurrence = seen.get(key, 0)
             seen[key] = occurrence + 1
             items.append(
@@ -321,7 +332,9 @@ class Memory:
                     timestamp=given_ts or now,
                     created_at=now,
                     updated_at=now,
-                    content_hash=message_hash(user_id, agent_id, session_id, text, given_ts, occurrence),
+                    content_hash=message_hash(
+                        user_id, agent_id, session_id, text, given_ts, occurrence, normalised=norm
+                    ),
                     metadata=meta,
                 )
             )

@@ -20,7 +20,8 @@ SELECT_ITEM: Final = f"SELECT {COLUMNS} FROM memories m"
 
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-# ``json.dumps(value, ensure_ascii=False)``, without building an encoder per call (as dumps does for any option)
+# ``json.dumps(value, ensure_ascii=False)``, without building an encoder per call (as dumps does for any option);
+# an empty list or mapping is written as its literal without calling it.
 _JSON: Final = json.JSONEncoder(ensure_ascii=False).encode
 
 
@@ -63,13 +64,13 @@ def item_params(item: MemoryItem, embed_hash: str) -> tuple[Any, ...]:
         item.access_count,
         _opt_micros(item.last_accessed),
         item.content_hash,
-        _JSON([s.model_dump(mode="json") for s in item.sources]),
-        _JSON(item.metadata),
+        _JSON([s.model_dump(mode="json") for s in item.sources]) if item.sources else "[]",
+        _JSON(item.metadata) if item.metadata else "{}",
         item.position,
         _opt_micros(item.event_end),
         item.category,
         item.intent,
-        _JSON(item.entities),
+        _JSON(item.entities) if item.entities else "[]",
         _opt_micros(item.valid_from),
         _opt_micros(item.valid_until),
         item.superseded_by,
