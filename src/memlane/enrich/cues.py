@@ -9,7 +9,7 @@ from typing import Final
 
 # Every ASCII character that is not a word character (``\w``: letters, digits, underscore) mapped to a space: in
 # ASCII text the words are then the space-separated runs, which ``str.split`` finds faster than the regex.
-_NOT_WORD_TO_SPACE: Final = {i: " " for i in range(128) if not (chr(i).isalnum() or chr(i) == "_")}
+NOT_WORD_TO_SPACE: Final = {i: " " for i in range(128) if not (chr(i).isalnum() or chr(i) == "_")}
 
 
 @lru_cache(maxsize=2048)  # the scans of one turn (and of one add's batch) share it
@@ -21,7 +21,7 @@ def ascii_words(text: str) -> frozenset[str] | None:
     """
     if not text.isascii():
         return None
-    return frozenset(text.lower().translate(_NOT_WORD_TO_SPACE).split())
+    return frozenset(text.lower().translate(NOT_WORD_TO_SPACE).split())
 
 
 def cue_words(words: str) -> frozenset[str]:
