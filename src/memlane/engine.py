@@ -6,7 +6,6 @@ import builtins
 import contextlib
 import functools
 import hashlib
-import json
 import logging
 import threading
 import time
@@ -14,6 +13,7 @@ import unicodedata
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
+from json.encoder import encode_basestring  # what json.dumps writes for a string when ensure_ascii is off
 from pathlib import Path
 from typing import IO, Any, Concatenate, ParamSpec, Self, TypeVar
 
@@ -108,8 +108,14 @@ def normalise_text(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text).casefold().split())
 
 
-# ``json.dumps(value, ensure_ascii=False)``, without building an encoder per call (as dumps does for any option)
-_JSON_TEXT = json.JSONEncoder(ensure_ascii=False).encode
+def _key_json(parts: Sequence[str | None], occurrence: int | None = None) -> str:
+    """``json.dumps([*parts, occurrence], ensure_ascii=False)`` (without ``occurrence`` when it is None), written
+    directly: strings as the encoder writes them, None as null (a third of the encoder's time).
+    """
+    out = ["null" if part is None else encode_basestring(part) for part in parts]
+    if occurrence is not None:
+        out.append(str(int(occurrence)))
+    return "[" + ", ".join(out) + "]"
 
 
 def content_hash(
@@ -117,7 +123,7 @@ def content_hash(
 ) -> str:
     """SHA-256 of the normalised text within its scope (``normalised``: ``normalise_text(text)`` when known)."""
     norm = normalise_text(text) if normalised is None else normalised
-    return hashlib.sha256(_JSON_TEXT([user_id, agent_id, session_id, kind, norm]).encode("utf-8")).hexdigest()
+    return hashlib.sha256(_key_json([user_id, agent_id, session_id, kind, norm]).encode("utf-8")).hexdigest()
 
 
 def message_hash(
@@ -141,8 +147,8 @@ def message_hash(
     if timestamp is None and occurrence == 0:
         return content_hash(user_id, agent_id, session_id, MemoryKind.MESSAGE.value, text, normalised=norm)
     stamp = None if timestamp is None else timestamp.isoformat()
-    payload = [user_id, agent_id, session_id, MemoryKind.MESSAGE.value, norm, stamp, occurrence]
-    return hashlib.sha256(_JSON_TEXT(payload).encode("utf-8")).hexdigest()
+    payload = _key_json([user_id, agent_id, session_id, MemoryKind.MESSAGE.value, norm, stamp], occurrence)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
 def index_text(item: MemoryItem) -> str:

@@ -40,6 +40,7 @@ def _item(**fields: Any) -> MemoryItem:
     [
         {},
         {"entities": ["josé", "my sister"], "metadata": {"k": "ü", "n": [1, None]}},
+        {"entities": ['say "hi"\\', "tab\there\n\x00", "😀 \u2028"]},
         {"sources": [SourceRef(memory_id="m0", name="Zoë “Z”", timestamp=T0)], "metadata": {}},
     ],
 )
@@ -64,13 +65,19 @@ def test_history_changes_equal_json_dumps() -> None:
     assert stored == [json.dumps(ch or {}, default=str) for ch in given]
 
 
-@pytest.mark.parametrize("text", ["Hello  World", "Straße ǅ", "  ", "e\u0301"])
+@pytest.mark.parametrize("text", ["Hello  World", "Straße ǅ", "  ", "e\u0301", 'a "quoted"\\ \x01 😀'])
 @pytest.mark.parametrize(("ts", "occurrence"), [(None, 0), (None, 2), (T0, 0)])
 def test_message_hash_equals_the_json_dumps_digest(text: str, ts: datetime | None, occurrence: int) -> None:
     scope: list[Any] = ["u", None, "s", MemoryKind.MESSAGE.value, normalise_text(text)]
     payload = scope if ts is None and occurrence == 0 else [*scope, ts and ts.isoformat(), occurrence]
     digest = hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
     assert message_hash("u", None, "s", text, ts, occurrence) == digest
+    assert (
+        message_hash("u", "agent “a”", None, text, ts, occurrence)
+        == hashlib.sha256(
+            json.dumps(["u", "agent “a”", None, *payload[3:]], ensure_ascii=False).encode("utf-8")
+        ).hexdigest()
+    )
     assert message_hash("u", None, "s", text, ts, occurrence, normalised=normalise_text(text)) == digest
     if ts is None and occurrence == 0:
         assert content_hash("u", None, "s", MemoryKind.MESSAGE.value, text) == digest
