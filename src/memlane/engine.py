@@ -585,13 +585,14 @@ class Memory:
         """Embed with the store's vectors as a cache keyed by the SHA-256 of the exact text."""
         hashes = [embed_hash(t) for t in texts]
         known = self._store.cached_vectors(hashes)
-        todo = list(dict.fromkeys(t for t, h in zip(texts, hashes, strict=True) if h not in known))
+        # the distinct texts not embedded yet, each with its key (hashed once)
+        pending = list(dict.fromkeys((t, h) for t, h in zip(texts, hashes, strict=True) if h not in known))
         fresh: dict[str, Vectors] = {}
         batch = self.config.embed_batch
-        for start in range(0, len(todo), batch):
-            chunk = todo[start : start + batch]
-            for text, vec in zip(chunk, self._embedder.embed(chunk), strict=True):
-                fresh[embed_hash(text)] = vec
+        for start in range(0, len(pending), batch):
+            chunk = pending[start : start + batch]
+            for (_, key), vec in zip(chunk, self._embedder.embed([t for t, _ in chunk]), strict=True):
+                fresh[key] = vec
         known.update(fresh)
         return np.vstack([known[h] for h in hashes]).astype(np.float32, copy=False)
 
