@@ -6,7 +6,6 @@ import builtins
 import contextlib
 import functools
 import hashlib
-import json
 import logging
 import threading
 import time
@@ -14,6 +13,7 @@ import unicodedata
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
+from json.encoder import encode_basestring  # what json.dumps writes for a string when ensure_ascii is off
 from pathlib import Path
 from typing import IO, Any, Concatenate, ParamSpec, Self, TypeVar
 
@@ -109,10 +109,22 @@ def normalise_text(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text).casefold().split())
 
 
-def content_hash(user_id: str, agent_id: str | None, session_id: str | None, kind: str, text: str) -> str:
-    """SHA-256 of the normalised text within its scope."""
-    payload = json.dumps([user_id, agent_id, session_id, kind, normalise_text(text)], ensure_ascii=False)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+def _key_json(parts: Sequence[str | None], occurrence: int | None = None) -> str:
+    """``json.dumps([*parts, occurrence], ensure_ascii=False)`` (without ``occurrence`` when it is None), written
+    directly: strings as the encoder writes them, None as null (a third of the encoder's time).
+    """
+    out = ["null" if part is None else encode_basestring(part) for part in parts]
+    if occurrence is not None:
+        out.append(str(int(occurrence)))
+    return "[" + ", ".join(out) + "]"
+
+
+def content_hash(
+    user_id: str, agent_id: str | None, session_id: str | None, kind: str, text: str, *, normalised: str | None = None
+) -> str:
+    """SHA-256 of the normalised text within its scope (``normalised``: ``normalise_text(text)`` when known)."""
+    norm = normalise_text(text) if normalised is None else normalised
+    return hashlib.sha256(_key_json([user_id, agent_id, session_id, kind, norm]).encode("utf-8")).hexdigest()
 
 
 def message_hash(
@@ -122,18 +134,22 @@ def message_hash(
     text: str,
     timestamp: datetime | None = None,
     occurrence: int = 0,
+    *,
+    normalised: str | None = None,
 ) -> str:
     """The idempotency key of a message: its scope and normalised text, the timestamp the caller gave (if any),
     and its occurrence number among identical messages of the same ``add`` call.
 
     So re-adding a conversation is a no-op, while the same words said twice in one batch stay two turns.
     Without a timestamp and at occurrence 0 it equals ``content_hash`` (the key of stores written before).
+    ``normalised`` is ``normalise_text(text)`` when the caller has it already.
     """
+    norm = normalise_text(text) if normalised is None else normalised
     if timestamp is None and occurrence == 0:
-        return content_hash(user_id, agent_id, session_id, MemoryKind.MESSAGE.value, text)
+        return content_hash(user_id, agent_id, session_id, MemoryKind.MESSAGE.value, text, normalised=norm)
     stamp = None if timestamp is None else timestamp.isoformat()
-    payload = [user_id, agent_id, session_id, MemoryKind.MESSAGE.value, normalise_text(text), stamp, occurrence]
-    return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
+    payload = _key_json([user_id, agent_id, session_id, MemoryKind.MESSAGE.value, norm, stamp], occurrence)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
 def index_text(item: MemoryItem) -> str:
@@ -306,7 +322,8 @@ class Memory:
             text = msg.content
             meta = check_metadata({**base_meta, **msg.metadata}, f"message {i} metadata", self.limits)
             given_ts = msg.timestamp or default_ts
-            key = (normalise_text(text), given_ts)
+            norm = normalise_text(text)
+            key = (norm, given_ts)
             occurrence = seen.get(key, 0)
             seen[key] = occurrence + 1
             items.append(
@@ -322,7 +339,9 @@ class Memory:
                     timestamp=given_ts or now,
                     created_at=now,
                     updated_at=now,
-                    content_hash=message_hash(user_id, agent_id, session_id, text, given_ts, occurrence),
+                    content_hash=message_hash(
+                        user_id, agent_id, session_id, text, given_ts, occurrence, normalised=norm
+                    ),
                     metadata=meta,
                 )
             )
@@ -567,13 +586,14 @@ class Memory:
         """Embed with the store's vectors as a cache keyed by the SHA-256 of the exact text."""
         hashes = [embed_hash(t) for t in texts]
         known = self._store.cached_vectors(hashes)
-        todo = list(dict.fromkeys(t for t, h in zip(texts, hashes, strict=True) if h not in known))
+        # the distinct texts not embedded yet, each with its key (hashed once)
+        pending = list(dict.fromkeys((t, h) for t, h in zip(texts, hashes, strict=True) if h not in known))
         fresh: dict[str, Vectors] = {}
         batch = self.config.embed_batch
-        for start in range(0, len(todo), batch):
-            chunk = todo[start : start + batch]
-            for text, vec in zip(chunk, self._embedder.embed(chunk), strict=True):
-                fresh[embed_hash(text)] = vec
+        for start in range(0, len(pending), batch):
+            chunk = pending[start : start + batch]
+            for (_, key), vec in zip(chunk, self._embedder.embed([t for t, _ in chunk]), strict=True):
+                fresh[key] = vec
         known.update(fresh)
         return np.vstack([known[h] for h in hashes]).astype(np.float32, copy=False)
 

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
 from memlane.embedding.fake import HashEmbedder
-from memlane.enrich.classify import _REQUEST, INTENTS, IntentClassifier, _may_request, rule_intent
+from memlane.enrich.classify import (
+    _PLAN,
+    _PLAN_LOWER,
+    _PREFERENCE,
+    _PREFERENCE_LOWER,
+    _REQUEST,
+    _REQUEST_LOWER,
+    INTENTS,
+    IntentClassifier,
+    _may_request,
+    rule_intent,
+)
+from memlane.enrich.cues import NOT_WORD_TO_SPACE, ascii_words
 from memlane.enrich.entities import _CAP_RUN, _cap_runs
+from memlane.enrich.importance import _FIRST_PERSON_FACT, _FIRST_PERSON_FACT_LOWER
 from memlane.enrich.temporal import _DIGIT, _LETTERS, _TIME_WORDS, _may_have_time
 
 TURNS = [
@@ -75,3 +90,48 @@ _CAPS_SOUP = st.lists(
 @given(_CAPS_SOUP.map(" ".join) | _CAPS_SOUP.map("".join))
 def test_capitalised_runs_are_what_finditer_finds(text: str) -> None:
     assert [m.span() for m in _cap_runs(text)] == [m.span() for m in _CAP_RUN.finditer(text)]
+
+
+_ASCII_SOUP = st.lists(
+    st.sampled_from(
+        [
+            "My",
+            "SISTER",
+            "I",
+            "we",
+            "We",
+            "LOVE",
+            "really",
+            "can't",
+            "'m",
+            "into",
+            "plan",
+            "Will",
+            "you",
+            "Please",
+            "me",
+        ]
+    )
+    | st.sampled_from(["going to", "next week", "my fav", "x_y", "2023", "_", "A1b", "\x1f", "\x0b", "\x7f"])
+    | st.sampled_from(list(" .,-'!?\n\t")),
+    max_size=12,
+)
+
+
+@given(_ASCII_SOUP.map(" ".join) | _ASCII_SOUP.map("".join) | st.text(st.characters(max_codepoint=127), max_size=40))
+def test_ascii_words_are_the_word_runs_and_lower_cased_scans_match(text: str) -> None:
+    assert ascii_words(text) == frozenset(re.findall(r"\w+", text.lower()))
+    assert len(text.lower().translate(NOT_WORD_TO_SPACE).split()) == len(re.findall(r"\w+", text))
+    for pattern, lowered in (
+        (_REQUEST, _REQUEST_LOWER),
+        (_PREFERENCE, _PREFERENCE_LOWER),
+        (_PLAN, _PLAN_LOWER),
+        (_FIRST_PERSON_FACT, _FIRST_PERSON_FACT_LOWER),
+    ):
+        found, fast = pattern.search(text), lowered.search(text.lower())
+        assert (found and found.span()) == (fast and fast.span())
+
+
+@given(_ASCII_SOUP.map(" ".join) | st.text(max_size=30))
+def test_ascii_words_is_none_outside_ascii(text: str) -> None:
+    assert (ascii_words(text) is None) == (not text.isascii())

@@ -278,6 +278,12 @@ _PLAN: Final = re.compile(
     re.IGNORECASE,
 )
 
+# The three patterns above without IGNORECASE, for plain ASCII text lower-cased: their letters are all small and
+# ASCII, so in ASCII text each matches exactly where its IGNORECASE form matches the original (lower-casing ASCII
+# keeps every offset, word boundary and class), and a case-sensitive scan is about twice as fast.
+_REQUEST_LOWER: Final = re.compile(_REQUEST.pattern)
+_PREFERENCE_LOWER: Final = re.compile(_PREFERENCE.pattern)
+_PLAN_LOWER: Final = re.compile(_PLAN.pattern)
 
 _QUESTION_MARKS: Final = ("?", "؟", "？")  # Latin, Arabic, full-width (CJK)
 
@@ -315,15 +321,23 @@ def rule_intent(text: str) -> str | None:
     stripped = text.strip()
     if not stripped:
         return None
-    if _may_request(stripped) and _REQUEST.search(stripped):
+    lower = stripped.lower() if stripped.isascii() else None
+    if _may_request(stripped) and _found(_REQUEST, _REQUEST_LOWER, stripped, lower):
         return "request"
     if any(mark in stripped[-3:] for mark in _QUESTION_MARKS) or _QUESTION_START.match(stripped):
         return "question"
-    if may_hold(stripped, _PREFERENCE_CUES) and _PREFERENCE.search(stripped):
+    if may_hold(stripped, _PREFERENCE_CUES) and _found(_PREFERENCE, _PREFERENCE_LOWER, stripped, lower):
         return "preference"
-    if may_hold(stripped, _PLAN_CUES) and _PLAN.search(stripped):
+    if may_hold(stripped, _PLAN_CUES) and _found(_PLAN, _PLAN_LOWER, stripped, lower):
         return "plan"
     return None
+
+
+def _found(pattern: re.Pattern[str], lowered: re.Pattern[str], text: str, lower: str | None) -> bool:
+    """Whether ``pattern`` (IGNORECASE) matches ``text``; ``lower`` is ``text`` lower-cased when it is plain ASCII,
+    where ``lowered`` (the same pattern, case-sensitive) finds the same.
+    """
+    return (pattern.search(text) if lower is None else lowered.search(lower)) is not None
 
 
 class IntentClassifier:

@@ -4,11 +4,12 @@ texts that have one of them (plain ASCII text, whose case folding and word chara
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import Final
 
-_WORD: Final = re.compile(r"\w+")
+# Every ASCII character that is not a word character (``\w``: letters, digits, underscore) mapped to a space: in
+# ASCII text the words are then the space-separated runs, which ``str.split`` finds faster than the regex.
+NOT_WORD_TO_SPACE: Final = {i: " " for i in range(128) if not (chr(i).isalnum() or chr(i) == "_")}
 
 
 @lru_cache(maxsize=2048)  # the scans of one turn (and of one add's batch) share it
@@ -20,7 +21,7 @@ def ascii_words(text: str) -> frozenset[str] | None:
     """
     if not text.isascii():
         return None
-    return frozenset(_WORD.findall(text.lower()))
+    return frozenset(text.lower().translate(NOT_WORD_TO_SPACE).split())
 
 
 def cue_words(words: str) -> frozenset[str]:

@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Final, Protocol, runtime_checkable
 
+from memlane.enrich.cues import NOT_WORD_TO_SPACE
 from memlane.enrich.entities import EntityMention, extract_entities
 from memlane.enrich.temporal import candidate_spans
 
@@ -35,6 +36,8 @@ _SMALLTALK: Final = re.compile(
     re.IGNORECASE,
 )
 _WORD: Final = re.compile(r"\w+")
+# For plain ASCII text lower-cased: the same matches at the same offsets, about twice as fast (see ``rule_intent``).
+_FIRST_PERSON_FACT_LOWER: Final = re.compile(_FIRST_PERSON_FACT.pattern)
 
 
 @runtime_checkable
@@ -81,11 +84,17 @@ def importance(
     if not stripped:
         return 0.0
     score = BASE
-    words = len(_WORD.findall(stripped))
+    lower = stripped.lower() if stripped.isascii() else None
+    if lower is None:
+        words = len(_WORD.findall(stripped))
+        fact = _FIRST_PERSON_FACT.search(stripped)
+    else:  # in ASCII the word runs are what is left between non-word characters
+        words = len(lower.translate(NOT_WORD_TO_SPACE).split())
+        fact = _FIRST_PERSON_FACT_LOWER.search(lower)
     score += 0.15 * min(words, 40) / 40
     if words < 4:
         score -= 0.1
-    if _FIRST_PERSON_FACT.search(stripped):
+    if fact:
         score += 0.15
     if mentions is None:
         mentions = extract_entities(stripped)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from memlane.errors import CorruptStoreError, SchemaError, StoreError
+from memlane.store.sqlite.checkpoint import Checkpointer
 from memlane.store.sqlite.schema import APPLICATION_ID, MIGRATIONS
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ class Database:
         self.lock = threading.RLock()
         self._unseen = 0  # this connection's changes made through ``unseen``
         self._pin = threading.local()  # a thread's ``PRAGMA data_version`` held for one search (see ``pinned``)
+        self._checkpointer: Checkpointer | None = None
         # A file this process may not write (or an explicit ``?mode=ro``) is opened read-only: reads work,
         # writes raise a StoreError that says so.
         self.read_only = read_only or (
@@ -81,6 +83,7 @@ class Database:
         try:
             self._configure()
             self._migrate()
+            self._checkpointer = self._background_checkpoints()
         except sqlite3.DatabaseError as exc:
             self.conn.close()
             if self.read_only or "readonly" in str(exc):
@@ -100,6 +103,17 @@ class Database:
         if self.path != ":memory:" and not self.read_only:
             c.execute("PRAGMA journal_mode = WAL")
             c.execute("PRAGMA synchronous = NORMAL")
+
+    def _background_checkpoints(self) -> Checkpointer | None:
+        """A writable file in WAL mode: automatic checkpoints off on this connection, run on a thread instead."""
+        if self.path == ":memory:" or self.read_only:
+            return None
+        c = self.conn
+        if str(c.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+            return None
+        checkpointer = Checkpointer(self.path)
+        c.execute("PRAGMA wal_autocheckpoint = 0")
+        return checkpointer
 
     def _migrate(self) -> None:
         c = self.conn
@@ -167,6 +181,8 @@ class Database:
                     with contextlib.suppress(sqlite3.Error):
                         c.execute("ROLLBACK")
                     raise translate(exc, self.path) from exc
+                if not nested and self._checkpointer is not None:
+                    self._checkpointer.after_commit()
 
     def truncate_wal(self) -> bool:
         """Copy the write-ahead log into the file and empty it, so that page images written before an erasure
@@ -176,7 +192,8 @@ class Database:
         """
         if self.path == ":memory:" or self.read_only:
             return True
-        with self.lock:
+        background = self._checkpointer.lock if self._checkpointer is not None else contextlib.nullcontext()
+        with self.lock, background:  # not while the background checkpoint runs: the log would be busy
             if self.conn.in_transaction:
                 return False
             try:
@@ -301,6 +318,9 @@ class Database:
 
     def close(self) -> None:
         with self.lock:
+            if self._checkpointer is not None:  # first: the last connection to close checkpoints the log
+                self._checkpointer.close()
+                self._checkpointer = None
             self.conn.close()
 
 

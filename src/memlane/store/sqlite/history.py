@@ -39,7 +39,7 @@ def log_events(c: sqlite3.Connection, rows: Sequence[HistoryRow]) -> None:
     c.executemany(
         "INSERT INTO history (memory_id, user_id, event, at, old_text, new_text, changes) VALUES (?, ?, ?, ?, ?, ?, ?)",
         [
-            (memory_id, user_id, event.value, to_micros(at), old, new, _JSON(changes or {}))
+            (memory_id, user_id, event.value, to_micros(at), old, new, _JSON(changes) if changes else "{}")
             for user_id, memory_id, event, at, old, new, changes in rows
         ],
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from json.encoder import encode_basestring  # what the encoder writes for a string when ensure_ascii is off
 from typing import Any, Final
 
 from memlane.errors import ValidationError
@@ -20,8 +21,21 @@ SELECT_ITEM: Final = f"SELECT {COLUMNS} FROM memories m"
 
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-# ``json.dumps(value, ensure_ascii=False)``, without building an encoder per call (as dumps does for any option)
+# ``json.dumps(value, ensure_ascii=False)``, without building an encoder per call (as dumps does for any option);
+# an empty list or mapping is written as its literal without calling it.
 _JSON: Final = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _json_names(names: list[str]) -> str:
+    """``_JSON(names)`` for a list of strings: each string as the encoder writes it, without its per-call set-up
+    (a quarter of the time); anything else goes through the encoder.
+    """
+    if not names:
+        return "[]"
+    try:
+        return "[" + ", ".join(map(encode_basestring, names)) + "]"
+    except TypeError:  # not all strings
+        return _JSON(names)
 
 
 def to_micros(value: datetime) -> int:
@@ -63,13 +77,13 @@ def item_params(item: MemoryItem, embed_hash: str) -> tuple[Any, ...]:
         item.access_count,
         _opt_micros(item.last_accessed),
         item.content_hash,
-        _JSON([s.model_dump(mode="json") for s in item.sources]),
-        _JSON(item.metadata),
+        _JSON([s.model_dump(mode="json") for s in item.sources]) if item.sources else "[]",
+        _JSON(item.metadata) if item.metadata else "{}",
         item.position,
         _opt_micros(item.event_end),
         item.category,
         item.intent,
-        _JSON(item.entities),
+        _json_names(item.entities),
         _opt_micros(item.valid_from),
         _opt_micros(item.valid_until),
         item.superseded_by,
