@@ -6,6 +6,8 @@ import struct
 import time
 from pathlib import Path
 
+import pytest
+
 from memlane.store.sqlite.checkpoint import THRESHOLD_PAGES
 from memlane.store.sqlite.db import Database
 
@@ -80,5 +82,25 @@ def test_a_commit_wakes_the_thread_only_past_the_threshold(tmp_path: Path) -> No
         wakes.clear()
         _fill(db, 100)  # the log starts again from its beginning: a large log file alone wakes nothing
         assert wakes == []
+    finally:
+        db.close()
+
+
+def test_without_a_readable_log_index_the_log_size_still_wakes_the_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memlane.store.sqlite.checkpoint as checkpoint
+
+    db = Database(tmp_path / "m.db")
+    try:
+        cp = db._checkpointer
+        assert cp is not None
+        monkeypatch.setattr(cp, "_index", tmp_path / "no-such-index")
+        monkeypatch.setattr(checkpoint, "FALLBACK_BYTES", 1024)
+        cp._wake.clear()
+        _fill(db, 100)  # the log grows past the (lowered) fallback bound
+        cp._wake.clear()
+        cp.after_commit()
+        assert cp._wake.is_set()
     finally:
         db.close()

@@ -26,6 +26,9 @@ THRESHOLD_PAGES: Final = 1000
 # order: ``mxFrame`` (frames in the log) at byte 16 of the header, ``nBackfill`` (frames copied) at byte 96.
 _INDEX_HEADER: Final = 100
 _U32: Final = struct.Struct("=I")
+#: Where the log index cannot be read (no ``-shm`` file: another locking mode or VFS), the log's size decides: a
+#: bound well above the threshold's 4 MB of default pages, so that the log can never grow without a checkpoint.
+FALLBACK_BYTES: Final = 64 * 1024 * 1024
 
 
 class Checkpointer:
@@ -55,8 +58,13 @@ class Checkpointer:
             with self._index.open("rb") as f:
                 header = f.read(_INDEX_HEADER)
         except OSError:
-            return
+            header = b""
         if len(header) < _INDEX_HEADER:
+            try:
+                if self._wal.stat().st_size > FALLBACK_BYTES:
+                    self._wake.set()
+            except OSError:
+                pass
             return
         frames, copied = _U32.unpack_from(header, 16)[0], _U32.unpack_from(header, 96)[0]
         if frames >= THRESHOLD_PAGES and frames > copied:
