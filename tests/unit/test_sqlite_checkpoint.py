@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import struct
 import time
 from pathlib import Path
 
 import pytest
 
-from memlane.store.sqlite.checkpoint import THRESHOLD_PAGES
+import memlane.store.sqlite.checkpoint as checkpoint
+from memlane.store.sqlite.checkpoint import THRESHOLD_BYTES
 from memlane.store.sqlite.db import Database
-
-
-def _uncopied(path: Path) -> int:
-    """Frames of the log not yet copied into the file, from the log index's header (SQLite's WAL format)."""
-    header = Path(f"{path}-shm").read_bytes()[:100]
-    return int(struct.unpack_from("=I", header, 16)[0] - struct.unpack_from("=I", header, 96)[0])
 
 
 def _fill(db: Database, rows: int, width: int = 4000) -> None:
@@ -33,11 +27,11 @@ def test_commits_leave_the_checkpoint_to_the_background_thread(tmp_path: Path) -
         assert db.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
         assert db._checkpointer is not None
         before = path.stat().st_size
-        _fill(db, 2 * THRESHOLD_PAGES)  # about twice the threshold in log pages
+        _fill(db, 2 * THRESHOLD_BYTES // 4000)  # about twice the threshold in log pages
         deadline = time.monotonic() + 20
-        while path.stat().st_size <= before + THRESHOLD_PAGES * 4096 and time.monotonic() < deadline:
+        while path.stat().st_size <= before + THRESHOLD_BYTES and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert path.stat().st_size > before + THRESHOLD_PAGES * 4096  # pages copied into the file
+        assert path.stat().st_size > before + THRESHOLD_BYTES  # pages copied into the file
         assert db.truncate_wal()  # an erasure still empties the log at once
         assert Path(f"{path}-wal").stat().st_size == 0
     finally:
@@ -58,7 +52,9 @@ def test_close_stops_the_thread_and_memory_stores_have_none(tmp_path: Path) -> N
         memory.close()
 
 
-def test_a_commit_wakes_the_thread_only_past_the_threshold(tmp_path: Path) -> None:
+def test_a_commit_wakes_the_thread_only_past_the_threshold_and_at_most_every_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = Database(tmp_path / "m.db")
     checkpointer = db._checkpointer
     assert checkpointer is not None
@@ -69,38 +65,44 @@ def test_a_commit_wakes_the_thread_only_past_the_threshold(tmp_path: Path) -> No
         wakes.append(1)
         real_set()
 
-    checkpointer._wake.set = counted  # type: ignore[method-assign]
+    monkeypatch.setattr(checkpointer._wake, "set", counted)
     try:
-        _fill(db, 100)  # about 100 frames: under the threshold
+        _fill(db, 100)  # about 100 pages of log: under the threshold
         assert wakes == []
-        _fill(db, THRESHOLD_PAGES + 100)
-        assert wakes  # past it
-        deadline = time.monotonic() + 20
-        while _uncopied(tmp_path / "m.db") and time.monotonic() < deadline:  # the checkpoint it woke is done
-            time.sleep(0.01)
-        assert not _uncopied(tmp_path / "m.db")
-        wakes.clear()
-        _fill(db, 100)  # the log starts again from its beginning: a large log file alone wakes nothing
-        assert wakes == []
+        monkeypatch.setattr(checkpoint, "INTERVAL", 3600.0)
+        _fill(db, THRESHOLD_BYTES // 4000 + 200)  # past it: one wake, then none within the interval
+        assert wakes == [1]
+        monkeypatch.setattr(checkpoint, "INTERVAL", 0.0)
+        for n in (2, 3):  # the log file stays past the threshold: with no interval every commit wakes
+            with db.atomic() as c:
+                c.execute("INSERT INTO filler VALUES (x'00')")
+            assert len(wakes) == n
     finally:
         db.close()
 
 
-def test_without_a_readable_log_index_the_log_size_still_wakes_the_thread(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import memlane.store.sqlite.checkpoint as checkpoint
+def test_memlane_never_opens_sqlites_own_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Closing any descriptor of a file drops every POSIX lock the process holds on it (SQLite's too): the
+    checkpoint's wake reads the log's size with ``stat``, never by opening the log or its index.
+    """
+    import builtins
+    import io
 
+    opened: list[str] = []
+    real_open = builtins.open
+
+    def spy(file: object, *args: object, **kwargs: object) -> object:
+        if str(file).endswith(("-wal", "-shm")):
+            opened.append(str(file))
+        return real_open(file, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(builtins, "open", spy)
+    monkeypatch.setattr(io, "open", spy)
+    monkeypatch.setattr(checkpoint, "INTERVAL", 0.0)
     db = Database(tmp_path / "m.db")
     try:
-        cp = db._checkpointer
-        assert cp is not None
-        monkeypatch.setattr(cp, "_index", tmp_path / "no-such-index")
-        monkeypatch.setattr(checkpoint, "FALLBACK_BYTES", 1024)
-        cp._wake.clear()
-        _fill(db, 100)  # the log grows past the (lowered) fallback bound
-        cp._wake.clear()
-        cp.after_commit()
-        assert cp._wake.is_set()
+        _fill(db, THRESHOLD_BYTES // 4000 + 200)
+        assert db.truncate_wal()
     finally:
         db.close()
+    assert opened == []

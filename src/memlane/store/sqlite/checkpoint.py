@@ -2,33 +2,36 @@
 
 SQLite's automatic checkpoint runs inside the COMMIT that takes the log past its threshold, and with it the two
 ``fsync`` calls of a checkpoint: on a bulk ingest the writer spent about a fifth of its wall time waiting for them.
-Here the writer's connection has automatic checkpoints off, and after a commit that takes the log past the same
-threshold (1,000 frames, SQLite's default) it wakes this thread, which runs the same ``PASSIVE`` checkpoint SQLite
-would have run, on its own connection, while the writer goes on. What is written, and when a commit is durable,
-do not change: in WAL mode with ``synchronous = NORMAL`` a commit never waited for an ``fsync``; the log is synced
-by the checkpoint, as before, only no longer on the writer's time.
+Here the writer's connection has automatic checkpoints off, and after a commit that leaves the log file past the
+same threshold (1,000 pages of 4 KiB, SQLite's default) it wakes this thread, at most every ``INTERVAL`` seconds,
+which runs a ``PASSIVE`` checkpoint on its own connection while the writer goes on. What is written, and when a
+commit is durable, do not change: in WAL mode with ``synchronous = NORMAL`` a commit never waited for an ``fsync``;
+the log is synced by the checkpoint, as before, only no longer on the writer's time.
+
+The log's size is read with ``stat`` and nothing else: memlane never opens SQLite's own files (the log, its
+``-shm`` index). Closing any descriptor of a file drops every POSIX lock the process holds on it, SQLite's
+included, and another process may then reset an index this one still maps (a crash, or a corrupt database). A log
+file does not shrink after a checkpoint (SQLite writes it again from the start), so its size alone would wake a
+checkpoint after every commit; the interval bounds that to a few checkpoints a second, each cheap when there is
+nothing new to copy.
 """
 
 from __future__ import annotations
 
 import logging
 import sqlite3
-import struct
 import threading
+import time
 from pathlib import Path
 from typing import Final
 
 log = logging.getLogger(__name__)
 
-#: Pages in the log past which a commit asks for a checkpoint: SQLite's own ``wal_autocheckpoint`` default.
-THRESHOLD_PAGES: Final = 1000
-# The log index begins with two copies of its header (48 bytes each), then the checkpoint record; in native byte
-# order: ``mxFrame`` (frames in the log) at byte 16 of the header, ``nBackfill`` (frames copied) at byte 96.
-_INDEX_HEADER: Final = 100
-_U32: Final = struct.Struct("=I")
-#: Where the log index cannot be read (no ``-shm`` file: another locking mode or VFS), the log's size decides: a
-#: bound well above the threshold's 4 MB of default pages, so that the log can never grow without a checkpoint.
-FALLBACK_BYTES: Final = 64 * 1024 * 1024
+#: Bytes of log past which a commit asks for a checkpoint: SQLite's ``wal_autocheckpoint`` default of 1,000 pages,
+#: at the default page size.
+THRESHOLD_BYTES: Final = 1000 * 4096
+#: Seconds between two wakes at most (a log past the threshold stays past it: see the module's docstring).
+INTERVAL: Final = 0.5
 
 
 class Checkpointer:
@@ -41,33 +44,25 @@ class Checkpointer:
     def __init__(self, path: str) -> None:
         self.lock = threading.Lock()
         self._wal = Path(f"{path}-wal")
-        self._index = Path(f"{path}-shm")
         self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._conn.execute("PRAGMA busy_timeout = 10000")
         self._wake = threading.Event()
         self._stopping = False
+        self._last_wake = 0.0
         self._thread = threading.Thread(target=self._run, name=f"memlane-checkpoint:{path}", daemon=True)
         self._thread.start()
 
     def after_commit(self) -> None:
-        """Wake the thread when the log holds at least the threshold's frames, some not yet copied: SQLite's own
-        test for its automatic checkpoint, read from the log's index (the ``-shm`` file, whose header layout is
-        part of SQLite's documented file format: https://www.sqlite.org/walformat.html).
-        """
-        try:
-            with self._index.open("rb") as f:
-                header = f.read(_INDEX_HEADER)
-        except OSError:
-            header = b""
-        if len(header) < _INDEX_HEADER:
-            try:
-                if self._wal.stat().st_size > FALLBACK_BYTES:
-                    self._wake.set()
-            except OSError:
-                pass
+        """Wake the thread when the log file is past the threshold and the last wake is ``INTERVAL`` old."""
+        now = time.monotonic()
+        if now - self._last_wake < INTERVAL:
             return
-        frames, copied = _U32.unpack_from(header, 16)[0], _U32.unpack_from(header, 96)[0]
-        if frames >= THRESHOLD_PAGES and frames > copied:
+        try:
+            size = self._wal.stat().st_size
+        except OSError:
+            return
+        if size > THRESHOLD_BYTES:
+            self._last_wake = now
             self._wake.set()
 
     def _run(self) -> None:
