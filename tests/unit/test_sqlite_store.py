@@ -53,6 +53,7 @@ def test_migrations_are_recorded_and_reopen_is_idempotent(tmp_path: Path, config
             "0012_security",
             "0013_vector_mirror",
             "0014_fact_log",
+            "0015_drop_redundant_session_index",
         ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
