@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import memlane.store.ann.exact as exact_mod
@@ -20,7 +20,10 @@ def _anisotropic(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 def _float32_top(vectors: ExactVectors, q: np.ndarray, k: int) -> tuple[list[int], np.ndarray]:
-    scores = vectors.matrix @ q
+    """The k best by float32 inner product, ties by key; each row summed the same way wherever it sits (BLAS's
+    matrix-vector kernels give two equal rows different last bits by their place in a block of rows).
+    """
+    scores = np.einsum("ij,j->i", vectors.matrix, q)
     order = top_positions(scores, k, vectors.keys)
     return vectors.keys[order].tolist(), scores[order]
 
@@ -64,6 +67,7 @@ def test_a_kernel_outside_the_error_bound_falls_back_to_the_float32_product(monk
 
 
 @settings(max_examples=40, deadline=None)
+@example(steps=[("add", 0, 1), ("add", 0, 1), ("replace", 55, 1), ("add", 203, 1), ("search", 240, 1)])  # equal vectors
 @given(
     steps=st.lists(
         st.tuples(st.sampled_from(["add", "replace", "remove", "search"]), st.integers(0, 10_000), st.integers(1, 12)),
@@ -88,7 +92,7 @@ def test_the_float16_copy_follows_every_write(steps: list[tuple[str, int, int]])
                 index.add(chosen, pool[rows])
             elif op == "remove":
                 index.remove(r.choice(200, size=15, replace=False).astype(np.int64))
-            elif len(index):
+            elif 0 < k < len(index) // 4:  # the float16 path (the others are the plain float32 product)
                 q = pool[seed % 300]
                 got_keys, got_scores = index.search(q, k)
                 want_keys, want_scores = _float32_top(index, q, k)

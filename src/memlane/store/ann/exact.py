@@ -134,7 +134,11 @@ class ExactVectors:
         if self._n >= HALF_FROM and 0 < k < self._n // 4:
             rows = self._preselect(query, k)
             if rows is not None:
-                return self.search_rows(query, rows, k)
+                # einsum, not BLAS: its sum runs the same way for every row, so two equal vectors get equal scores
+                # and tie by key (BLAS's kernels sum a row differently by where it falls in a block of rows)
+                scores = np.einsum("ij,j->i", self._buf[rows], query)
+                order = top_positions(scores, k, self._keys[rows])
+                return self._keys[rows[order]], scores[order]
         scores = self.matrix @ query
         order = top_positions(scores, k, self.keys)
         return self.keys[order], scores[order]
@@ -150,7 +154,7 @@ class ExactVectors:
         margin = HALF_ERROR * float(np.linalg.norm(query)) * self._norm
         kth = float(np.partition(rough, self._n - k)[self._n - k])
         rows = np.flatnonzero(rough >= kth - 2 * margin)
-        exact = self._buf[rows] @ query
+        exact = np.einsum("ij,j->i", self._buf[rows], query)
         if float(np.abs(exact - rough[rows]).max()) > margin:
             return None
         return rows.astype(np.int64)
