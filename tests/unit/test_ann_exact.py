@@ -54,10 +54,10 @@ def test_a_kernel_outside_the_error_bound_falls_back_to_the_float32_product(monk
     calls: list[bool] = []
     preselect = index._preselect
 
-    def spy(query: np.ndarray, k: int) -> np.ndarray | None:
-        rows = preselect(query, k)
-        calls.append(rows is None)
-        return rows
+    def spy(query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+        found = preselect(query, k)
+        calls.append(found is None)
+        return found
 
     monkeypatch.setattr(index, "_preselect", spy)
     monkeypatch.setattr(exact_mod, "HALF_ERROR", 0.0)  # no float16 score is that close: the bound check fails

@@ -132,20 +132,21 @@ class ExactVectors:
     def search(self, query: F32, k: int) -> tuple[I64, F32]:
         """The ``k`` best keys by inner product and their scores (exactly those of the float32 product)."""
         if self._n >= HALF_FROM and 0 < k < self._n // 4:
-            rows = self._preselect(query, k)
-            if rows is not None:
-                # einsum, not BLAS: its sum runs the same way for every row, so two equal vectors get equal scores
-                # and tie by key (BLAS's kernels sum a row differently by where it falls in a block of rows)
-                scores = np.einsum("ij,j->i", self._buf[rows], query)
+            found = self._preselect(query, k)
+            if found is not None:
+                rows, scores = found
                 order = top_positions(scores, k, self._keys[rows])
                 return self._keys[rows[order]], scores[order]
         scores = self.matrix @ query
         order = top_positions(scores, k, self.keys)
         return self.keys[order], scores[order]
 
-    def _preselect(self, query: F32, k: int) -> I64 | None:
-        """The rows that may hold the ``k`` best by float32 score, from the float16 copy; ``None`` when the float16
-        scores break the error bound (the caller then scores the whole float32 matrix).
+    def _preselect(self, query: F32, k: int) -> tuple[I64, F32] | None:
+        """The rows that may hold the ``k`` best by float32 score, from the float16 copy, with their float32 scores;
+        ``None`` when the float16 scores break the error bound (the caller then scores the whole float32 matrix).
+
+        The float32 scores come from einsum, not BLAS: its sum runs the same way for every row, so two equal vectors
+        get equal scores and tie by key (BLAS's kernels sum a row differently by where it falls in a block of rows).
         """
         q16 = query.astype(np.float16)
         rough = np.asarray(numkong.cdist(q16[None, :], self._half[: self._n], "dot"), dtype=np.float64).reshape(-1)
@@ -157,7 +158,7 @@ class ExactVectors:
         exact = np.einsum("ij,j->i", self._buf[rows], query)
         if float(np.abs(exact - rough[rows]).max()) > margin:
             return None
-        return rows.astype(np.int64)
+        return rows.astype(np.int64), exact
 
     def search_rows(self, query: F32, rows: I64, k: int) -> tuple[I64, F32]:
         """The ``k`` best among the given rows."""
