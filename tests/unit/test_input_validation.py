@@ -339,3 +339,20 @@ def test_a_typed_memory_with_merged_metadata_round_trips(memory: Memory) -> None
         other.close()
     with pytest.raises(ValidationError, match="keys"):
         memory.add("hello", user_id="ana", metadata=merged)
+
+
+@pytest.mark.parametrize("name", ["bad\ud800.jsonl", "", "a\x00b"])
+def test_import_and_export_paths_that_are_no_file_name_raise_validation_errors(
+    memory: Memory, tmp_path: Path, name: str
+) -> None:
+    # A lone surrogate cannot be encoded for the file system: the open() itself would raise UnicodeEncodeError.
+    memory.add("hello", user_id="ana")
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    target = str(folder / name) if name else name
+    with pytest.raises(ValidationError):
+        memory.export(target, user_id="ana")
+    with pytest.raises(ValidationError):
+        memory.import_(target, user_id="ana")
+    assert not list(folder.iterdir())  # nothing half-written
+    assert len(memory.list(user_id="ana")) == 1

@@ -25,6 +25,7 @@ from memlane.security.validation import (
     check_int,
     check_label,
     check_metadata,
+    check_path,
     check_text,
     check_time,
     check_utf8,
@@ -104,9 +105,7 @@ def write_export(
     Every memory is checked first: one that import would reject stops the export with its id named.
     """
     if isinstance(dest, str | Path):
-        if isinstance(dest, str) and (not dest.strip() or "\x00" in dest):
-            raise ValidationError(f"export destination {dest[:80]!r} is not a file name")
-        path = Path(dest)
+        path = Path(check_path(dest, what="export destination"))  # also refuses text that is not valid UTF-8
         with _atomic_file(path) as fh:
             return _write_lines(fh, header, items, limits)
     if not callable(getattr(dest, "write", None)):
@@ -155,9 +154,7 @@ def read_export(source: str | Path | IO[str], limits: Limits) -> list[ImportLine
     ``ImportFormatError`` naming its line number and field.
     """
     if isinstance(source, str | Path):
-        if isinstance(source, str) and (not source.strip() or "\x00" in source):
-            raise ValidationError(f"import source {source[:80]!r} is not a file name")
-        path = Path(source)
+        path = Path(check_path(source, what="import source"))  # also refuses text that is not valid UTF-8
         try:
             with open(path, "rb") as fh:
                 return _read_lines(fh, limits)
