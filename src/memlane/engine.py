@@ -26,7 +26,7 @@ from memlane.blas import blas_threads
 from memlane.broker import JobRun, RetryPolicy, publisher_for
 from memlane.broker.runner import run_job
 from memlane.config import Config, RetrievalPreset, save_preset
-from memlane.embedding import Embedder, make_embedder
+from memlane.embedding import Embedder, make_embedder, store_spec
 from memlane.embedding.base import Vectors
 from memlane.enrich.aliases import EntityResolver
 from memlane.enrich.entities import AliasRow, canonical
@@ -196,6 +196,12 @@ class Memory:
         )
         self._extraction = make_extraction(self.config)  # before the store: it may fail on a missing extra
         self._store: Store = _open(target)
+        if not isinstance(embedder, Embedder):
+            spec = embedder or self.config.embedder
+            held = self._store.embedder_identity()
+            followed = store_spec(spec, held[0] if held else None)
+            if followed != spec:
+                self._embedder = make_embedder(followed, cache_dir=self.config.model_cache)
         self._access = AccessTally()  # searches' access counts, written in batches (memlane.lifecycle.access)
         self._guard = Guard(self.config, chat=self._extraction.chat)  # injection detection and PII redaction
         self._enricher = Enricher(self._embedder)

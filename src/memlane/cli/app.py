@@ -46,7 +46,11 @@ app.command(name="migrate")(migrate_command)
 
 EmbedderOpt = Annotated[
     str | None,
-    typer.Option("--embedder", envvar="MEMLANE_EMBEDDER", help="minilm (default), static, or openai:MODEL@URL."),
+    typer.Option(
+        "--embedder",
+        envvar="MEMLANE_EMBEDDER",
+        help="minilm (default: the store's MiniLM, q8 for a new one), minilm-int8, minilm-fp32, static, or openai:MODEL@URL.",
+    ),
 ]
 UserOpt = Annotated[str, typer.Option("--user", "-u", help="The user scope (required).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]

@@ -26,7 +26,11 @@ err = Console(stderr=True)
 
 EmbedderOpt = Annotated[
     str | None,
-    typer.Option("--embedder", envvar="MEMLANE_EMBEDDER", help="minilm (default), static, hash (smoke tests only)."),
+    typer.Option(
+        "--embedder",
+        envvar="MEMLANE_EMBEDDER",
+        help="minilm (default, q8), minilm-int8, minilm-fp32, static, hash (smoke tests only).",
+    ),
 ]
 QuickOpt = Annotated[bool, typer.Option("--quick", help="A small subset that finishes in well under two minutes.")]
 DataOpt = Annotated[

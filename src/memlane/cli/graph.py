@@ -21,7 +21,11 @@ def graph(
     db: DbOpt = None,
     embedder: Annotated[
         str | None,
-        typer.Option("--embedder", envvar="MEMLANE_EMBEDDER", help="minilm (default), static, or openai:MODEL@URL."),
+        typer.Option(
+            "--embedder",
+            envvar="MEMLANE_EMBEDDER",
+            help="minilm (default: the store's MiniLM, q8 for a new one), minilm-int8, minilm-fp32, static, or openai:MODEL@URL.",
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")] = False,
 ) -> None:

@@ -29,7 +29,11 @@ def mcp_command(
     db: DbOpt = None,
     embedder: Annotated[
         str | None,
-        typer.Option("--embedder", envvar="MEMLANE_EMBEDDER", help="minilm (default), static, or openai:MODEL@URL."),
+        typer.Option(
+            "--embedder",
+            envvar="MEMLANE_EMBEDDER",
+            help="minilm (default: the store's MiniLM, q8 for a new one), minilm-int8, minilm-fp32, static, or openai:MODEL@URL.",
+        ),
     ] = None,
 ) -> None:
     """Serve memory to MCP clients: tools add, search, context and delete; recent memories as resources."""

@@ -30,7 +30,11 @@ def worker_command(
     db: DbOpt = None,
     embedder: Annotated[
         str | None,
-        typer.Option("--embedder", envvar="MEMLANE_EMBEDDER", help="minilm (default), static, or openai:MODEL@URL."),
+        typer.Option(
+            "--embedder",
+            envvar="MEMLANE_EMBEDDER",
+            help="minilm (default: the store's MiniLM, q8 for a new one), minilm-int8, minilm-fp32, static, or openai:MODEL@URL.",
+        ),
     ] = None,
 ) -> None:
     """Run background jobs until stopped: on Celery with --celery (or a broker URL), else the embedded queue."""

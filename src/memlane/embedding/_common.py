@@ -47,6 +47,11 @@ def int8_identity() -> str:
     return f"{MINILM_NAME}-int8@{INT8_PACKAGE}=={INT8_VERSION}"
 
 
+def q8_identity() -> str:
+    """Identity of the q8 MiniLM: the int8 file's weights run in int8 arithmetic (cosine ~0.99 to it), a new name."""
+    return f"{MINILM_NAME}-q8@{INT8_PACKAGE}=={INT8_VERSION}"
+
+
 def minilm_dir() -> Path:
     """Directory of the fp32 all-MiniLM-L6-v2 (safetensors, configs); ``MissingDependencyError`` without it."""
     try:

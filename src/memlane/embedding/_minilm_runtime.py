@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Final, Protocol
 
 import numpy as np
@@ -113,11 +114,12 @@ def mean_pool(hidden: F32, mask: IntArray) -> F32:
 
 
 class OnnxRunner:
-    """The int8 ONNX export of all-MiniLM-L6-v2 run by onnxruntime on the CPU."""
+    """An ONNX export of all-MiniLM-L6-v2 run by onnxruntime on the CPU: the shipped int8 file unless ``path``."""
 
-    name = "onnxruntime-int8"
-
-    def __init__(self, *, num_threads: int | None = None) -> None:
+    def __init__(
+        self, path: Path | None = None, *, name: str = "onnxruntime-int8", num_threads: int | None = None
+    ) -> None:
+        self.name = name
         try:
             import onnxruntime as ort
         except ImportError as e:  # a base dependency: only a broken install gets here
@@ -128,7 +130,7 @@ class OnnxRunner:
             options.intra_op_num_threads = num_threads
             options.inter_op_num_threads = 1
         self._session: Any = ort.InferenceSession(
-            str(int8_model_path()), sess_options=options, providers=["CPUExecutionProvider"]
+            str(path or int8_model_path()), sess_options=options, providers=["CPUExecutionProvider"]
         )
         self._inputs = {i.name for i in self._session.get_inputs()}
 

@@ -200,7 +200,7 @@ class StaticEmbedder:
         self._cache_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp.npy")
         try:
-            model = MiniLMEmbedder(batch_size=DISTILL_BATCH)
+            model = MiniLMEmbedder(weights="int8", batch_size=DISTILL_BATCH)  # the source its identity names
             table = distill_table(model, pca_dims=self._pca_dims, sif_coefficient=self._sif)
             np.save(tmp, np.hstack([table.vectors, table.known.astype(np.float32)[:, None]]), allow_pickle=False)
             os.replace(tmp, self.path)
