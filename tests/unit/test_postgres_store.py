@@ -309,3 +309,34 @@ def test_writers_of_the_same_relation_at_once_store_it_once() -> None:
     finally:
         for m in stores:
             m.close()
+
+
+def test_access_counts_go_to_narrow_rows_not_to_the_memories_rows() -> None:
+    """A flush of search counts writes ``memory_usage`` (migration 0007): the memories rows, with their vectors and
+    every index over them, are not rewritten; an update of the memory resets them; a delete takes them along."""
+    url = postgres_url()
+    config = Config(embedder="hash", infer=False)
+    with Memory(url, embedder=HashEmbedder(), config=config) as memory, psycopg.connect(url, autocommit=True) as c:
+        memory.delete_all(user_id="usage")
+        ids = [it.id for it in memory.add(["I adopted a beagle called Biscuit", "I like tea"], user_id="usage").items]
+
+        def row_version() -> list[tuple[str, str]]:
+            return c.execute("SELECT id, xmin::text FROM memories WHERE id = ANY(%s) ORDER BY id", (ids,)).fetchall()
+
+        before = row_version()
+        for _ in range(3):
+            memory.search("beagle Biscuit", user_id="usage", top_k=1)
+        dog = memory.get(ids[0], user_id="usage")  # a read writes the gathered counts first
+        assert dog.access_count == 3 and dog.last_accessed is not None
+        assert row_version() == before  # no memories row was rewritten
+        counted = c.execute("SELECT m.id, u.access_count FROM memory_usage u JOIN memories m USING (pk)").fetchall()
+        assert (ids[0], 3) in counted
+        memory.update(ids[0], text="I adopted a beagle called Biscuit, he is three", user_id="usage")
+        assert memory.get(ids[0], user_id="usage").access_count == 3  # carried into the row, the narrow row gone
+        assert not c.execute(
+            "SELECT 1 FROM memory_usage u JOIN memories m USING (pk) WHERE m.id = %s", (ids[0],)
+        ).fetchall()
+        memory.search("beagle Biscuit", user_id="usage", top_k=1)
+        assert memory.get(ids[0], user_id="usage").access_count == 4
+        memory.delete_all(user_id="usage")
+        assert not c.execute("SELECT 1 FROM memory_usage WHERE user_id = 'usage'").fetchall()

@@ -14,10 +14,15 @@ from memlane.errors import ValidationError
 from memlane.models import Filters
 from memlane.store.sqlite.rows import COLUMNS, to_micros
 
-# ``COLUMNS`` with the JSON column cast to text: ``row_to_item`` (shared with the SQLite store) parses it.
-SELECTED: Final = ", ".join(
-    f"m.{c}::text" if c == "metadata" else f"m.{c}" for c in (c.strip() for c in COLUMNS.split(","))
-)
+# ``COLUMNS`` as ``row_to_item`` (shared with the SQLite store) reads them: the JSON column cast to text, and the
+# access counts with those of ``memory_usage`` added (counts since the row was written; see migration 0007).
+_USAGE: Final = "(SELECT u.{0} FROM memory_usage u WHERE u.pk = m.pk)"
+_SELECTED_AS: Final = {
+    "metadata": "m.metadata::text",
+    "access_count": f"m.access_count + coalesce({_USAGE.format('access_count')}, 0)",
+    "last_accessed": f"greatest(m.last_accessed, {_USAGE.format('last_accessed')})",
+}
+SELECTED: Final = ", ".join(_SELECTED_AS.get(c, f"m.{c}") for c in (c.strip() for c in COLUMNS.split(",")))
 SELECT_ITEM: Final = f"SELECT {SELECTED} FROM memories m"
 
 

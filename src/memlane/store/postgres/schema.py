@@ -415,4 +415,24 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         END $do$
         """,
     ),
+    (
+        # Access counts since a memory's row was written. Every search's hits are counted, and an UPDATE of a
+        # memories row is rarely HOT (with its vector a row fills a good part of a page), so each counted hit
+        # re-inserted its row into every index of the table, the HNSW graph included: 0.3-0.5 ms a row, 100-300 ms
+        # a flush of a search batch's counts, paid by the search that flushed. Here a count is one narrow row.
+        # A memory's count is memories.access_count plus this row's; its last access the later of the two.
+        "0007_memory_usage",
+        """
+        CREATE TABLE memory_usage (
+            pk            BIGINT PRIMARY KEY REFERENCES memories (pk) ON DELETE CASCADE,
+            user_id       TEXT NOT NULL,
+            access_count  BIGINT NOT NULL,
+            last_accessed BIGINT NOT NULL
+        ) WITH (fillfactor = 80);
+        ALTER TABLE memory_usage ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE memory_usage FORCE ROW LEVEL SECURITY;
+        CREATE POLICY memlane_scope ON memory_usage USING
+            (coalesce(current_setting('memlane.scope', true), '') IN ('', user_id));
+        """,
+    ),
 )

@@ -88,6 +88,7 @@ def update_fields(c: psycopg.Connection[Any], pk: int, item: MemoryItem) -> None
     """Overwrite a row's fields and entity rows (not its own text entry; the next turn's context follows)."""
     before = turn_of(c, pk)
     run(c, f"UPDATE memories SET {_SETS} WHERE pk = %s", (*item_params(item, "")[2:-1], pk))
+    run(c, "DELETE FROM memory_usage WHERE pk = %s", (pk,))  # the item's counts are the whole counts now
     write_entities(c, pk, item)
     refresh_next_context(c, before)
     after = turn_of(c, pk)
@@ -287,10 +288,12 @@ class PostgresWrites:
             return
         ids = list(uses)
         with self._db.atomic(user_id, unseen=True) as c:  # no read model holds access counts
-            run(
+            run(  # narrow rows, not the memories rows (migration 0007 says why)
                 c,
-                "UPDATE memories m SET access_count = m.access_count + u.n, last_accessed = u.at "
-                "FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) AS u(id, n, at) "
-                "WHERE m.user_id = %s AND m.id = u.id",
+                "INSERT INTO memory_usage (pk, user_id, access_count, last_accessed) "
+                "SELECT m.pk, m.user_id, u.n, u.at FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) AS u(id, n, at) "
+                "JOIN memories m ON m.user_id = %s AND m.id = u.id ORDER BY m.pk "
+                "ON CONFLICT (pk) DO UPDATE SET access_count = memory_usage.access_count + excluded.access_count, "
+                "last_accessed = excluded.last_accessed",
                 (ids, [uses[i].times for i in ids], [to_micros(uses[i].last) for i in ids], user_id),
             )
