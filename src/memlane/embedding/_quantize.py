@@ -8,7 +8,8 @@ channel, activations quantised per call. About 1.6x the batch throughput; vector
 cosine ~0.99 (measured in docs/benchmarks.md, with retrieval quality on four datasets).
 
 The derived file (23 MB) is written once into the model cache, beside the distilled static model, with a sidecar
-holding its sha256; a file that no longer matches is derived again.
+holding its sha256; a file that no longer matches is derived again. A cache that cannot be written is not an
+error: the model is then derived in memory, once per process.
 """
 
 from __future__ import annotations
@@ -34,15 +35,25 @@ log = logging.getLogger(__name__)
 
 Q8_FORMAT = 1  # bump when the derivation changes: a new file name, never a silently different model
 _lock = threading.Lock()
-_derived: list[Path] = []  # files this process derived: copied into another cache rather than derived again
+_derived: list[bytes] = []  # this process's derivation: written into another cache rather than derived again
 
 
-def q8_model_path(cache_dir: Path) -> Path:
-    """The q8 model file under ``cache_dir``, derived from the shipped int8 file on first use."""
+def q8_model(cache_dir: Path) -> Path | bytes:
+    """The q8 model file under ``cache_dir``, derived from the shipped int8 file on first use; the model itself
+    (bytes) when that folder cannot be written, so a read-only cache costs a derivation per process, not a failure.
+    """
     path = cache_dir / f"all-MiniLM-L6-v2-q8-v{Q8_FORMAT}-{INT8_SHA256[:12]}.onnx"
     with _lock:
-        if not _intact(path):
-            _derive(path)
+        if _intact(path):
+            return path
+        data = _derived[0] if _derived else _derive()
+        if not _derived:
+            _derived.append(data)
+        try:
+            _write(path, data)
+        except OSError as e:
+            log.warning("cannot keep the q8 MiniLM in %s (%s); each process derives it again", path.parent, e)
+            return data
     return path
 
 
@@ -55,11 +66,7 @@ def _intact(path: Path) -> bool:
         return False
 
 
-def _derive(path: Path) -> None:
-    for earlier in _derived:
-        if earlier != path and _intact(earlier):
-            _write(path, earlier.read_bytes())
-            return
+def _derive() -> bytes:
     try:
         import onnx
         from onnx import numpy_helper
@@ -69,7 +76,7 @@ def _derive(path: Path) -> None:
             "the `onnx` package, which derives the q8 MiniLM once, is missing; reinstall memlane"
         ) from e
     started = time.perf_counter()
-    log.info("deriving the q8 MiniLM into %s (once)", path)
+    log.info("deriving the q8 MiniLM (once)")
     try:
         model = onnx.load(str(int8_model_path()))
         _fold_dequantisation(model, onnx, numpy_helper)
@@ -80,29 +87,23 @@ def _derive(path: Path) -> None:
             with _quiet_root_log():  # the quantiser logs advice on the root logger
                 quantize_dynamic(str(folded), str(out), weight_type=QuantType.QInt8, per_channel=True)
             data = out.read_bytes()
-    except OSError as e:
-        raise EmbeddingError(f"could not write the q8 MiniLM into {path.parent}: {e}") from e
     except Exception as e:
         raise EmbeddingError(f"could not derive the q8 MiniLM from {INT8_PACKAGE}: {e}") from e
-    _write(path, data)
-    _derived.append(path)
     log.info("derived the q8 MiniLM in %.1f s", time.perf_counter() - started)
+    return data
 
 
 def _write(path: Path, data: bytes) -> None:
-    """The model file, then its sidecar (its sha256), each written whole or not at all."""
+    """The model file, then its sidecar (its sha256), each written whole or not at all; ``OSError`` if it cannot."""
     sidecar = {"source": f"{INT8_PACKAGE} sha256 {INT8_SHA256}", "sha256": hashlib.sha256(data).hexdigest()}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        for target, content in ((path, data), (path.with_suffix(".json"), json.dumps(sidecar).encode())):
-            tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            try:
-                tmp.write_bytes(content)
-                os.replace(tmp, target)
-            finally:
-                tmp.unlink(missing_ok=True)
-    except OSError as e:
-        raise EmbeddingError(f"could not write the q8 MiniLM into {path.parent}: {e}") from e
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for target, content in ((path, data), (path.with_suffix(".json"), json.dumps(sidecar).encode())):
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            tmp.write_bytes(content)
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager

@@ -144,10 +144,10 @@ class MiniLMEmbedder:
         try:
             runner: Runner
             if self._weights == "q8":
-                from memlane.embedding._quantize import q8_model_path
+                from memlane.embedding._quantize import q8_model
 
-                path = q8_model_path(self._cache_dir or default_cache_dir())
-                runner = OnnxRunner(path, name="onnxruntime-q8", num_threads=self._num_threads)
+                model = q8_model(self._cache_dir or default_cache_dir())
+                runner = OnnxRunner(model, name="onnxruntime-q8", num_threads=self._num_threads)
             elif self._weights == "int8":
                 runner = OnnxRunner(num_threads=self._num_threads)
             else:
