@@ -175,6 +175,8 @@ def clients_point(
         with Memory(target, embedder=embedder, config=config) as memory:
             if store is not None and memory.stats().memories:
                 raise ValidationError(f"the bench store {memory.stats().path} must be empty; it holds memories")
+            if store is not None:
+                memory.compact()  # an emptied database starts as a new one (see memlane.bench.scale)
         try:
             results = _run(target, embedder, users, texts, qs, size, turns, preset_name, config, tracker)
         finally:
