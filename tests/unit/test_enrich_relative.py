@@ -44,6 +44,28 @@ FIXED = [
 ]
 
 
+# Dates with their year, as questions write them ("may 8, 2022", "16 june, 2023", "in march 2023").
+DATED = [
+    *(f"{prefix}{month} {year}" for prefix in ("", "in ") for month in _MONTHS for year in (1950, 2023, 2024, 2049)),
+    *(
+        f"{month} {day}{comma} {year}"
+        for month in _MONTHS
+        for day in (1, 28)
+        for comma in ("", ",")
+        for year in (2022, 2024)
+    ),
+    *(
+        f"{day} {month}{comma} {year}"
+        for month in _MONTHS
+        for day in (1, 28)
+        for comma in ("", ",")
+        for year in (2022, 2024)
+    ),
+    *(f"{month} {day}, 2024" for month in _MONTHS for day in (29, 30, 31)),  # ends of months, a leap year's too
+    *(f"{day} {month} 2023" for month in _MONTHS for day in (29, 30, 31)),
+]
+
+
 def _counted(counts: list[str]) -> list[str]:
     return [
         phrase
@@ -65,8 +87,9 @@ def _assert_same(phrases: list[str], days: list[date]) -> None:
         for phrase in phrases:
             for prefer in PREFERS:
                 direct = resolve_relative(phrase, day, prefer)
-                if direct is None:  # only a month the reference day does not fit in is left to dateparser
-                    assert phrase.removeprefix("in ") in _MONTHS and day.day > 28, (phrase, day)
+                if direct is None:  # only a month the reference day does not fit in, or a day the month lacks
+                    dated = phrase[-4:].isdigit() and _parse_dateparser(phrase, day, prefer) is None
+                    assert dated or (phrase.removeprefix("in ") in _MONTHS and day.day > 28), (phrase, day)
                     continue
                 wanted = _parse_dateparser(phrase, day, prefer)
                 if (None if direct == NO_TIME else direct) != wanted:
@@ -76,6 +99,10 @@ def _assert_same(phrases: list[str], days: list[date]) -> None:
 
 def test_fixed_phrases_match_dateparser_on_edge_days() -> None:
     _assert_same(FIXED, [date(2024, 2, 29), date(2023, 12, 31), date(2023, 5, 12)])
+
+
+def test_dated_phrases_match_dateparser_on_edge_days() -> None:
+    _assert_same(DATED, [date(2024, 2, 29), date(2023, 12, 31), date(2023, 5, 12), date(2023, 4, 30)])
 
 
 def test_counted_phrases_match_dateparser() -> None:
@@ -91,7 +118,15 @@ def test_every_year_matches_dateparser() -> None:
 
 def test_other_phrases_are_left_to_dateparser() -> None:
     day = date(2023, 5, 8)
-    for phrase in ("may 8 2023", "february 29", "june 31", "0 days ago", "100 days ago", "05 days ago", "1 2 days ago"):
+    for phrase in (
+        "may 8th 2023",
+        "february 29",
+        "june 31",
+        "0 days ago",
+        "100 days ago",
+        "05 days ago",
+        "1 2 days ago",
+    ):
         assert resolve_relative(phrase, day, "past") is None
         assert _parse(phrase, day, "past") == _parse_dateparser(phrase, day, "past")
     # dateparser's own answer for a month without the reference's day: the next February with a 29th
@@ -114,3 +149,6 @@ def test_every_shape_matches_dateparser_over_many_days() -> None:
     _assert_same(years, EDGE_DAYS)
     month_days = [f"{month} {day}" for month in _MONTHS for day in range(1, 29)]
     _assert_same(month_days, EDGE_DAYS)
+    _assert_same(DATED, EDGE_DAYS)
+    every_day = [f"{month} {day}, {year}" for year in (2023, 2024) for month in _MONTHS for day in range(1, 32)]
+    _assert_same(every_day, [date(2024, 2, 29)])

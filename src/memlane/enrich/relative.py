@@ -1,4 +1,5 @@
-"""The common time phrases ("yesterday", "3 weeks ago", "last friday", "in june", "july 20") read as dateparser reads them.
+"""The common time phrases ("yesterday", "3 weeks ago", "last friday", "in june", "july 20", "may 8, 2022") read as
+dateparser reads them.
 
 dateparser costs about a millisecond a phrase, and its first phrase in a process far more (it compiles its time zone
 patterns); these few shapes make up nearly all the time phrases of conversation, and their arithmetic is plain
@@ -65,6 +66,13 @@ _MONTH_DAY: Final = re.compile(r"(?P<month>" + "|".join(_MONTHS) + r") (?P<day>[
 #: "this may": dateparser reads no time in it.
 _THIS_MONTH: Final = re.compile(r"this (?:" + "|".join(_MONTHS) + ")")
 _YEAR: Final = re.compile(r"(?:in )?(?P<year>19[5-9]\d|20[0-4]\d)")
+_MONTH_ALT: Final = "|".join(_MONTHS)
+_DAY_OF_MONTH: Final = r"(?P<day>[1-9]|[12]\d|3[01])"
+_YEAR_NUMBER: Final = r"(?P<year>19[5-9]\d|20[0-4]\d)"
+#: Dates with their year: "may 8, 2022", "8 may 2022" (the day), "in may 2022" (the month).
+_MONTH_DAY_YEAR: Final = re.compile(rf"(?P<month>{_MONTH_ALT}) {_DAY_OF_MONTH},? {_YEAR_NUMBER}")
+_DAY_MONTH_YEAR: Final = re.compile(rf"{_DAY_OF_MONTH} (?P<month>{_MONTH_ALT}),? {_YEAR_NUMBER}")
+_MONTH_YEAR: Final = re.compile(rf"(?:in )?(?P<month>{_MONTH_ALT}) {_YEAR_NUMBER}")
 _ANCHORED: Final = re.compile(r"(?P<anchor>last|this|next) (?P<unit>week|month|year|" + "|".join(_WEEKDAYS) + ")")
 
 #: Single words (and fixed phrases) naming a day relative to the reference day.
@@ -145,6 +153,16 @@ def _resolve(expression: str, reference: date, prefer: Prefer) -> tuple[date, st
         unit = match.group("unit")
         day = _shift(reference, unit, -_COUNT_WORDS[match.group("count")])
         return (day.replace(day=1), "day") if unit == "month" else (day, _PERIOD[unit])
+    match = _MONTH_DAY_YEAR.fullmatch(expression) or _DAY_MONTH_YEAR.fullmatch(expression)
+    if match is not None:  # that day; a day the month lacks is left to dateparser (which reads no time in it)
+        year, month, of_month = int(match.group("year")), _MONTHS[match.group("month")], int(match.group("day"))
+        if of_month > calendar.monthrange(year, month)[1]:
+            return None
+        return date(year, month, of_month), "day"
+    match = _MONTH_YEAR.fullmatch(expression)
+    if match is not None:  # the reference's day in that month, clipped to its end
+        year, month = int(match.group("year")), _MONTHS[match.group("month")]
+        return date(year, month, min(reference.day, calendar.monthrange(year, month)[1])), "month"
     match = _YEAR.fullmatch(expression)
     if match is not None:  # the reference day in that year
         return _add_months(reference, 12 * (int(match.group("year")) - reference.year)), "year"
