@@ -242,3 +242,28 @@ def test_q8_minilm_with_a_cache_it_cannot_write_derives_in_memory(
         v = MiniLMEmbedder(blocker / "models", weights="q8").embed(CHAT[:3])
     np.testing.assert_array_equal(v, expected)
     assert "each process derives it again" in caplog.text
+
+
+def test_q8_minilm_derived_by_processes_at_once_is_whole(tmp_path: Path) -> None:
+    """Three processes deriving into one empty cache at once: each embeds, and the file left is whole."""
+    code = (
+        "import sys, json\n"
+        "from pathlib import Path\n"
+        "from memlane.embedding import MiniLMEmbedder\n"
+        "v = MiniLMEmbedder(Path(sys.argv[1]), weights='q8').embed(['hello there'])[0]\n"
+        "print(json.dumps(v.tolist()))\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(_src()), "HF_HUB_OFFLINE": "1"}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True, env=env)
+        for _ in range(3)
+    ]
+    outputs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0]
+    vectors = [json.loads(out) for out in outputs]
+    assert vectors[0] == vectors[1] == vectors[2]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in tmp_path.glob("all-MiniLM-L6-v2-q8-*"))
+    from memlane.embedding._quantize import _intact
+
+    (model,) = tmp_path.glob("*.onnx")
+    assert _intact(model)  # the sidecar's sha256 is the file's: no torn write, no stray temporary file
