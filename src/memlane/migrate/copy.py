@@ -26,7 +26,7 @@ import memlane.migrate.checkpoint as ckpt
 from memlane.errors import NotFoundError, StoreError, ValidationError
 from memlane.migrate.checkpoint import Checkpoint, Phase
 from memlane.models import ArchivedMemory, HistoryEvent, JobState, MemoryItem, utcnow
-from memlane.store.base import Store, StoreTransfer
+from memlane.store.base import BulkLoad, Store, StoreTransfer
 from memlane.store.records import StoredEntry, embed_hash
 
 log = logging.getLogger(__name__)
@@ -145,11 +145,16 @@ class Copier:
 
     def _memories(self) -> None:
         total = self.source.count()
+        bulk = self.target if isinstance(self.target, BulkLoad) else None
+        if bulk is not None:  # built once at the end (an interrupted copy builds it when resumed)
+            bulk.defer_vector_index()
         items: Iterator[MemoryItem] = islice(self.source.iter_items(None), self.point.offset, None)
         while batch := list(islice(items, self.batch)):
             self._insert("memories", batch)
             self.point.offset += len(batch)
             self._save("memories", self.point.offset, total)
+        if bulk is not None:
+            bulk.restore_vector_index()
 
     def _per_user(self) -> Iterator[str]:
         while self.point.user_index < len(self.point.users):

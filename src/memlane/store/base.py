@@ -35,6 +35,7 @@ from memlane.store.indexes import (
 )
 from memlane.store.logs import (
     Archive,
+    BulkLoad,
     FeedbackLog,
     HistoryLog,
     JobQueue,
@@ -217,6 +218,7 @@ class Store(
 
 __all__ = [
     "Archive",
+    "BulkLoad",
     "CandidateIndex",
     "EntityIndex",
     "FeedbackLog",

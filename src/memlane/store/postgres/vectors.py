@@ -122,6 +122,26 @@ class PostgresVectorIndex:
             _set_meta(c, "embedder", identity)
             _set_meta(c, "dim", str(int(dim)))
 
+    def defer_vector_index(self) -> None:
+        held = self.embedder_identity()
+        if held is None:
+            return
+        with self._db.atomic() as c:
+            try:
+                with c.transaction():
+                    run(c, f"DROP INDEX IF EXISTS memories_vec_hnsw_ip_{int(held[1])}")
+            except psycopg.errors.InsufficientPrivilege:  # not the table's owner: the copy keeps the index up
+                log.warning("this role may not drop the HNSW index; the copy maintains it row by row")
+
+    def restore_vector_index(self) -> None:
+        held = self.embedder_identity()
+        if held is None:
+            return
+        with self._db.atomic() as c:
+            # pgvector builds fastest when the graph fits in maintenance_work_mem (this transaction only).
+            run(c, "SET LOCAL maintenance_work_mem = '1GB'")
+            ensure_hnsw(c, held[1])
+
     def reindex_begin(self, identity: str, dim: int) -> None:
         target = f"{dim}:{identity}"
         with self._db.atomic() as c:
