@@ -38,6 +38,9 @@ FIXED = [
     *(f"in {month}" for month in _MONTHS),
     *(f"this {month}" for month in _MONTHS),
     *(f"{month} {day}" for month in _MONTHS for day in (1, 28)),
+    *(f"{month} {day}" for month in _MONTHS for day in ("1st", "2nd", "3rd", "28th")),
+    *(f"{day} {month}" for month in _MONTHS for day in ("1", "2nd", "28th")),
+    *(f"{month} {day}" for month in ("may", "june") for day in ("1th", "2st", "3nd", "4rd")),  # odd suffixes too
     *(f"{prefix}{year}" for prefix in ("", "in ") for year in (1950, 1984, 2023, 2024, 2049)),
     *_WEEKDAYS,
     *(f"{anchor} {unit}" for anchor in ("last", "this", "next") for unit in ("week", "month", "year", *_WEEKDAYS)),
@@ -63,6 +66,8 @@ DATED = [
     ),
     *(f"{month} {day}, 2024" for month in _MONTHS for day in (29, 30, 31)),  # ends of months, a leap year's too
     *(f"{day} {month} 2023" for month in _MONTHS for day in (29, 30, 31)),
+    *(f"{month} {day}, 2023" for month in _MONTHS for day in ("1st", "22nd", "23rd", "30th", "31st")),
+    *(f"{day} {month}{comma} 2024" for month in _MONTHS for day in ("8th", "29th") for comma in ("", ",")),
 ]
 
 
@@ -119,7 +124,7 @@ def test_every_year_matches_dateparser() -> None:
 def test_other_phrases_are_left_to_dateparser() -> None:
     day = date(2023, 5, 8)
     for phrase in (
-        "may 8th 2023",
+        "the 8th of may",
         "february 29",
         "june 31",
         "0 days ago",
@@ -148,6 +153,7 @@ def test_every_shape_matches_dateparser_over_many_days() -> None:
     years = [f"{prefix}{year}" for prefix in ("", "in ") for year in range(1950, 2050)]
     _assert_same(years, EDGE_DAYS)
     month_days = [f"{month} {day}" for month in _MONTHS for day in range(1, 29)]
+    month_days += [f"{day}th {month}" for month in _MONTHS for day in range(4, 21)]
     _assert_same(month_days, EDGE_DAYS)
     _assert_same(DATED, EDGE_DAYS)
     every_day = [f"{month} {day}, {year}" for year in (2023, 2024) for month in _MONTHS for day in range(1, 32)]

@@ -61,18 +61,19 @@ MONTH_NAMES: Final = (
     "december",
 )
 _MONTHS: Final = {name: index for index, name in enumerate(MONTH_NAMES, start=1)}
-_MONTH: Final = re.compile(r"(?:in )?(?P<month>" + "|".join(_MONTHS) + ")")
-_MONTH_DAY: Final = re.compile(r"(?P<month>" + "|".join(_MONTHS) + r") (?P<day>[1-9]|[12]\d|3[01])")
+_MONTH_NAME: Final = "(?P<month>" + "|".join(_MONTHS) + ")"
+#: A day of the month, as a number or an ordinal ("8", "8th", "1st").
+_DAY_OF_MONTH: Final = r"(?P<day>[1-9]|[12]\d|3[01])(?:st|nd|rd|th)?"
+_YEAR_NUMBER: Final = r"(?P<year>19[5-9]\d|20[0-4]\d)"
+_MONTH: Final = re.compile(rf"(?:in )?{_MONTH_NAME}")
+#: A day without its year: "july 20", "20th july".
+_MONTH_DAY: Final = (re.compile(rf"{_MONTH_NAME} {_DAY_OF_MONTH}"), re.compile(rf"{_DAY_OF_MONTH} {_MONTH_NAME}"))
 #: "this may": dateparser reads no time in it.
 _THIS_MONTH: Final = re.compile(r"this (?:" + "|".join(_MONTHS) + ")")
-_YEAR: Final = re.compile(r"(?:in )?(?P<year>19[5-9]\d|20[0-4]\d)")
-_MONTH_ALT: Final = "|".join(_MONTHS)
-_DAY_OF_MONTH: Final = r"(?P<day>[1-9]|[12]\d|3[01])"
-_YEAR_NUMBER: Final = r"(?P<year>19[5-9]\d|20[0-4]\d)"
-#: Dates with their year: "may 8, 2022", "8 may 2022" (the day), "in may 2022" (the month).
-_MONTH_DAY_YEAR: Final = re.compile(rf"(?P<month>{_MONTH_ALT}) {_DAY_OF_MONTH},? {_YEAR_NUMBER}")
-_DAY_MONTH_YEAR: Final = re.compile(rf"{_DAY_OF_MONTH} (?P<month>{_MONTH_ALT}),? {_YEAR_NUMBER}")
-_MONTH_YEAR: Final = re.compile(rf"(?:in )?(?P<month>{_MONTH_ALT}) {_YEAR_NUMBER}")
+_YEAR: Final = re.compile(rf"(?:in )?{_YEAR_NUMBER}")
+#: Dates with their year: "may 8, 2022", "8th may 2022" (the day), "in may 2022" (the month).
+_DATE: Final = tuple(re.compile(rf"{day.pattern},? {_YEAR_NUMBER}") for day in _MONTH_DAY)
+_MONTH_YEAR: Final = re.compile(rf"(?:in )?{_MONTH_NAME} {_YEAR_NUMBER}")
 _ANCHORED: Final = re.compile(r"(?P<anchor>last|this|next) (?P<unit>week|month|year|" + "|".join(_WEEKDAYS) + ")")
 
 #: Single words (and fixed phrases) naming a day relative to the reference day.
@@ -119,6 +120,10 @@ def _weekday(reference: date, weekday: int, anchor: str) -> date:
     return reference + timedelta(days=ahead)
 
 
+def _fullmatch(patterns: tuple[re.Pattern[str], ...], text: str) -> re.Match[str] | None:
+    return next((m for m in (p.fullmatch(text) for p in patterns) if m is not None), None)
+
+
 #: What ``resolve_relative`` gives for a shape dateparser reads no time in.
 NO_TIME: Final = "no time"
 
@@ -153,7 +158,7 @@ def _resolve(expression: str, reference: date, prefer: Prefer) -> tuple[date, st
         unit = match.group("unit")
         day = _shift(reference, unit, -_COUNT_WORDS[match.group("count")])
         return (day.replace(day=1), "day") if unit == "month" else (day, _PERIOD[unit])
-    match = _MONTH_DAY_YEAR.fullmatch(expression) or _DAY_MONTH_YEAR.fullmatch(expression)
+    match = _fullmatch(_DATE, expression)
     if match is not None:  # that day; a day the month lacks is left to dateparser (which reads no time in it)
         year, month, of_month = int(match.group("year")), _MONTHS[match.group("month")], int(match.group("day"))
         if of_month > calendar.monthrange(year, month)[1]:
@@ -176,7 +181,7 @@ def _resolve(expression: str, reference: date, prefer: Prefer) -> tuple[date, st
         if reference.day > calendar.monthrange(year, month)[1]:
             return None  # a day the month lacks: dateparser has its own answers ("february" after 29 Feb 2024: 2028)
         return date(year, month, reference.day), "month"
-    match = _MONTH_DAY.fullmatch(expression)
+    match = _fullmatch(_MONTH_DAY, expression)
     if match is not None:  # the nearest such day, the reference day counting as past
         month, of_month = _MONTHS[match.group("month")], int(match.group("day"))
         if of_month > calendar.monthrange(2023, month)[1]:
