@@ -1,4 +1,4 @@
-"""Exact search pre-selecting from a float16 copy returns exactly what the float32 product returns."""
+"""Exact search pre-selecting from an int8 copy returns exactly what the float32 product returns."""
 
 from __future__ import annotations
 
@@ -29,13 +29,13 @@ def _float32_top(vectors: ExactVectors, q: np.ndarray, k: int) -> tuple[list[int
 
 
 @pytest.mark.parametrize("n", [5_000, 12_000])
-def test_half_precision_preselection_returns_the_float32_top_k(n: int) -> None:
+def test_int8_preselection_returns_the_float32_top_k(n: int) -> None:
     rng = np.random.default_rng(n)
     vecs = _anisotropic(rng, n)
     vecs[1::97] = vecs[0]  # many exact ties at one score: ordered by key, as the float32 search orders them
     keys = rng.permutation(4 * n)[:n].astype(np.int64)
     index = ExactVectors(DIM, keys, vecs)
-    assert n >= exact_mod.HALF_FROM
+    assert n >= exact_mod.CODED_FROM
     for _ in range(40):
         q = vecs[rng.integers(n)] + rng.normal(0, 0.05, DIM).astype(np.float32)
         q /= np.linalg.norm(q)
@@ -46,7 +46,9 @@ def test_half_precision_preselection_returns_the_float32_top_k(n: int) -> None:
             np.testing.assert_allclose(got_scores, want_scores, rtol=0, atol=1e-6)
 
 
-def test_a_kernel_outside_the_error_bound_falls_back_to_the_float32_product(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_kernel_that_gets_an_integer_product_wrong_falls_back_to_the_float32_product(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     rng = np.random.default_rng(3)
     vecs = _anisotropic(rng, 6_000)
     index = ExactVectors(DIM, np.arange(6_000, dtype=np.int64), vecs)
@@ -59,11 +61,42 @@ def test_a_kernel_outside_the_error_bound_falls_back_to_the_float32_product(monk
         calls.append(found is None)
         return found
 
+    real_cdist = exact_mod.numkong.cdist
+
+    def off_by_one(a: np.ndarray, b: np.ndarray, metric: str) -> np.ndarray:
+        return np.asarray(real_cdist(a, b, metric), dtype=np.float64) + 1.0
+
     monkeypatch.setattr(index, "_preselect", spy)
-    monkeypatch.setattr(exact_mod, "HALF_ERROR", 0.0)  # no float16 score is that close: the bound check fails
+    monkeypatch.setattr(exact_mod.numkong, "cdist", off_by_one)
     got_keys, _ = index.search(q, 20)
     assert calls == [True]
     assert got_keys.tolist() == _float32_top(index, q, 20)[0]
+
+
+def test_a_query_that_cannot_be_coded_is_searched_in_float32() -> None:
+    rng = np.random.default_rng(4)
+    vecs = _anisotropic(rng, 5_000)
+    index = ExactVectors(DIM, np.arange(5_000, dtype=np.int64), vecs)
+    zero = np.zeros(DIM, dtype=np.float32)
+    assert index._preselect(zero, 10) is None
+    got_keys, got_scores = index.search(zero, 10)
+    assert got_keys.tolist() == list(range(10))  # all scores 0: the lowest keys
+    assert not got_scores.any()
+
+
+def test_the_preselection_reads_a_few_percent_of_the_rows() -> None:
+    # The point of the codes: on vectors crowded around one direction, only the rows near the k-th score are
+    # scored again in float32 (centring is what makes the codes fine enough for that).
+    rng = np.random.default_rng(5)
+    vecs = _anisotropic(rng, 10_000)
+    index = ExactVectors(DIM, np.arange(10_000, dtype=np.int64), vecs)
+    sizes = []
+    for _ in range(20):
+        q = vecs[rng.integers(10_000)] + rng.normal(0, 0.05, DIM).astype(np.float32)
+        found = index._preselect(q / np.linalg.norm(q), 50)
+        assert found is not None
+        sizes.append(len(found[0]))
+    assert np.median(sizes) < 1_000, sizes
 
 
 @settings(max_examples=40, deadline=None)
@@ -75,11 +108,11 @@ def test_a_kernel_outside_the_error_bound_falls_back_to_the_float32_product(monk
         max_size=25,
     )
 )
-def test_the_float16_copy_follows_every_write(steps: list[tuple[str, int, int]]) -> None:
-    # A small switch-over size so that every search goes through the float16 copy after adds, replacements and
-    # removals (a removal moves the last row into the hole: the copy must move with it).
-    original = exact_mod.HALF_FROM
-    exact_mod.HALF_FROM = 8
+def test_the_int8_copy_follows_every_write(steps: list[tuple[str, int, int]]) -> None:
+    # A small switch-over size so that every search goes through the int8 copy after adds, replacements and
+    # removals (a removal moves the last row into the hole: the codes must move with it).
+    original = exact_mod.CODED_FROM
+    exact_mod.CODED_FROM = 8
     try:
         rng = np.random.default_rng(len(steps))
         pool = _anisotropic(rng, 300)
@@ -92,12 +125,16 @@ def test_the_float16_copy_follows_every_write(steps: list[tuple[str, int, int]])
                 index.add(chosen, pool[rows])
             elif op == "remove":
                 index.remove(r.choice(200, size=15, replace=False).astype(np.int64))
-            elif 0 < k < len(index) // 4:  # the float16 path (the others are the plain float32 product)
+            elif 0 < k < len(index) // 4:  # the int8 path (the others are the plain float32 product)
                 q = pool[seed % 300]
                 got_keys, got_scores = index.search(q, k)
                 want_keys, want_scores = _float32_top(index, q, k)
                 assert got_keys.tolist() == want_keys
                 np.testing.assert_allclose(got_scores, want_scores, rtol=0, atol=1e-6)
-                assert np.array_equal(index._half[: len(index)], index.matrix.astype(np.float16))
+                n = len(index)
+                centred = (index.matrix - index._centre).astype(np.float64)
+                decoded = index._codes[:n] * index._scale[:n, None]
+                np.testing.assert_allclose(index._residual[:n], np.linalg.norm(centred - decoded, axis=1), atol=1e-12)
+                np.testing.assert_allclose(index._coded[:n], np.linalg.norm(decoded, axis=1), atol=1e-12)
     finally:
-        exact_mod.HALF_FROM = original
+        exact_mod.CODED_FROM = original
