@@ -105,7 +105,7 @@ def _ordered_keys(
     return ordered if limit is None else ordered[:limit]
 
 
-def _normalized(raw: npt.NDArray[np.float64], how: Normalizer) -> npt.NDArray[np.float64]:
+def normalized_array(raw: npt.NDArray[np.float64], how: Normalizer) -> npt.NDArray[np.float64]:
     """``normalize`` over an array (the same arithmetic, so the same values)."""
     if not raw.size or how == "identity":
         return raw
@@ -177,7 +177,7 @@ def weighted_sum(signals: Signals[K], spec: FusionSpec, limit: int | None = None
         sig = signals.get(dim, {})
         idx = np.fromiter(map(index.__getitem__, sig), dtype=np.int64, count=len(sig))
         raw = np.fromiter(sig.values(), dtype=np.float64, count=len(sig))
-        norm = _normalized(raw, spec.normalizers.get(dim, "minmax"))
+        norm = normalized_array(raw, spec.normalizers.get(dim, "minmax"))
         totals[idx] += weight * norm
         if spec.multi_bonus:
             strong[idx] += norm >= spec.multi_threshold

@@ -20,7 +20,7 @@ from memlane.enrich.pipeline import Enricher
 from memlane.enrich.temporal import TimeSpan
 from memlane.models import Filters, Hit, ScoreBreakdown
 from memlane.retrieval.context import context_scores, session_scores
-from memlane.retrieval.fusion import Fused, FusionSpec, fuse, normalize
+from memlane.retrieval.fusion import Fused, FusionSpec, fuse, normalize, normalized_array
 from memlane.retrieval.graph import GraphDimension, GraphScores
 from memlane.retrieval.query import QueryFeatures, analyse_query, resolve_relations
 from memlane.retrieval.rerank import RerankCandidate, Reranker
@@ -47,6 +47,15 @@ def recency(ts: datetime, now: datetime, half_life_days: float) -> float:
     """Exponential decay of age: 1.0 now, 0.5 after one half-life; future times count as now."""
     age_days = max((now - ts).total_seconds(), 0.0) / 86_400.0
     return math.pow(0.5, age_days / half_life_days)
+
+
+def recencies(facts: Mapping[str, CandidateFacts], now: datetime, half_life_days: float) -> dict[str, float]:
+    """``recency`` of each candidate's timestamp, over an array (the whole pool, on every search)."""
+    if not facts:
+        return {}
+    stamps = np.fromiter((f.timestamp.timestamp() for f in facts.values()), dtype=np.float64, count=len(facts))
+    age_days = np.maximum(now.timestamp() - stamps, 0.0) / 86_400.0
+    return dict(zip(facts, np.power(0.5, age_days / half_life_days).tolist(), strict=True))
 
 
 def name_candidates(query: str, max_words: int = 3) -> list[str]:
@@ -393,7 +402,7 @@ class Retriever:
                     k: float((f.category if dim == "category" else f.intent) == wanted) for k, f in facts.items()
                 }
         if "recency" in dims:
-            signals["recency"] = {k: recency(f.timestamp, now, self._half_life) for k, f in facts.items()}
+            signals["recency"] = recencies(facts, now, self._half_life)
         if "importance" in dims:
             signals["importance"] = {k: f.importance for k, f in facts.items()}
         if plan.fusion.penalties.get("validity", 0.0) > 0 and pool:
@@ -441,9 +450,15 @@ class Retriever:
             return {}
         base: dict[str, float] = {}
         for d in dims:
-            normed = normalize(signals[d], spec.normalizers.get(d, "minmax"))
-            for k, v in normed.items():
-                base[k] = base.get(k, 0.0) + spec.weights[d] * v / total
+            sig = signals[d]
+            raw = np.fromiter(sig.values(), dtype=np.float64, count=len(sig))
+            # weight x value / total, as the sum over dicts wrote it (the same arithmetic, so the same values)
+            part = (spec.weights[d] * normalized_array(raw, spec.normalizers.get(d, "minmax")) / total).tolist()
+            if not base:
+                base = dict(zip(sig, part, strict=True))
+                continue
+            for k, v in zip(sig, part, strict=True):
+                base[k] = base.get(k, 0.0) + v
         return base
 
     def features(self, query: str, user_id: str, preset: RetrievalPreset, now: datetime) -> dict[str, dict[str, float]]:
@@ -470,7 +485,10 @@ class Retriever:
         plan, qvec = self.plan_and_embed(query, user_id, preset, now)
         signals, returnable = self.signals(qvec, user_id, filters, preset, plan, now)
         # Neighbours outside the filters served as context; they compete for nothing.
-        competing = {d: {k: v for k, v in sig.items() if k in returnable} for d, sig in signals.items()}
+        competing = {
+            d: sig if returnable.issuperset(sig) else {k: v for k, v in sig.items() if k in returnable}
+            for d, sig in signals.items()
+        }
         depth = max(top_k, self._rerank_depth) if self._reranker is not None else top_k
         ranked: list[Fused[str]] = fuse(competing, plan.fusion, limit=depth)
         items = self._store.get_many(user_id, [f.key for f in ranked])
