@@ -151,12 +151,20 @@ class StaticEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         tokenizer, table = self._model()
         encoded = tokenizer.encode(texts, special_tokens=False)
-        counts = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
-        flat = np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int64, count=int(counts.sum()))
-        known = table.known[flat]
-        flat = flat[known]  # the tokens in use, text after text
-        lengths = np.bincount(np.repeat(np.arange(len(texts)), counts)[known], minlength=len(texts))
-        out = _token_sums(table.vectors, flat, lengths)
+        if len(texts) == 1:  # a query: its tokens' rows added in token order, as ``_token_sums`` adds them
+            ids = [t for t in encoded[0] if table.known[t]]
+            lengths = np.array([len(ids)], dtype=np.int64)
+            out = np.zeros((1, table.vectors.shape[1]), dtype=np.float32)
+            row = out[0]
+            for t in ids:
+                row += table.vectors[t]
+        else:
+            counts = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+            flat = np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int64, count=int(counts.sum()))
+            known = table.known[flat]
+            flat = flat[known]  # the tokens in use, text after text
+            lengths = np.bincount(np.repeat(np.arange(len(texts)), counts)[known], minlength=len(texts))
+            out = _token_sums(table.vectors, flat, lengths)
         present = lengths > 0
         out[present] /= lengths[present, None]
         norms = np.linalg.norm(out, axis=1)

@@ -26,6 +26,8 @@ from memlane.store.ann.types import F32, I64
 CODED_FROM = 4096
 #: Unit roundoff of float32, doubled: the bound on one rounding (2^-24) with room for the sum's order.
 _ROUND = 2.0**-23
+#: Rows coded at once.
+_BLOCK = 1024
 
 
 def top_positions(scores: F32, k: int, keys: I64) -> I64:
@@ -93,7 +95,16 @@ class ExactVectors:
         self._scale, self._coded, self._residual = grown(self._scale), grown(self._coded), grown(self._residual)
 
     def _encode(self, rows: slice | I64) -> None:
-        """Code the given rows of the float32 matrix against the current centre."""
+        """Code the given rows of the float32 matrix against the current centre (in blocks: the float64 temporaries
+        of a whole 20k-row matrix would be 60 MB each)."""
+        if isinstance(rows, slice):
+            for start in range(rows.start, rows.stop, _BLOCK):
+                self._encode_block(slice(start, min(start + _BLOCK, rows.stop)))
+        else:
+            for start in range(0, len(rows), _BLOCK):
+                self._encode_block(rows[start : start + _BLOCK])
+
+    def _encode_block(self, rows: slice | I64) -> None:
         centred = (self._buf[rows] - self._centre).astype(np.float64)
         scale = np.abs(centred).max(axis=1) / 127.0
         scale[scale == 0] = 1.0  # a row at the centre: codes 0, residual 0
