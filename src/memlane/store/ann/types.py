@@ -74,7 +74,7 @@ class IndexSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    exact_below: int = Field(20_000, ge=0, description="exact search while the scope holds fewer vectors than this")
+    exact_below: int = Field(50_000, ge=0, description="exact search while the scope holds fewer vectors than this")
     connectivity: int = Field(32, ge=4, le=128, description="HNSW M: links per node")
     expansion_add: int = Field(200, ge=8, description="HNSW ef_construction")
     expansion_search: int = Field(512, ge=8, description="HNSW ef at query time (raised to the count asked for)")
