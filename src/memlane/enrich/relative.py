@@ -60,7 +60,10 @@ MONTH_NAMES: Final = (
     "november",
     "december",
 )
-_MONTHS: Final = {name: index for index, name in enumerate(MONTH_NAMES, start=1)}
+#: The abbreviations dateparser reads as months too ("aug 15th"); "may" is already whole.
+_ABBREVIATIONS: Final = {"jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9,
+                         "oct": 10, "nov": 11, "dec": 12}  # fmt: skip
+_MONTHS: Final = {**{name: index for index, name in enumerate(MONTH_NAMES, start=1)}, **_ABBREVIATIONS}
 _MONTH_NAME: Final = "(?P<month>" + "|".join(_MONTHS) + ")"
 #: A day of the month, as a number or an ordinal ("8", "8th", "1st").
 _DAY_OF_MONTH: Final = r"(?P<day>[1-9]|[12]\d|3[01])(?:st|nd|rd|th)?"
