@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from memlane import Memory, Message
 from memlane.cli.demo import DEMO_SESSIONS
 from memlane.config import preset
 from memlane.retrieval.fusion import CONVEX, fuse, minmax
 from memlane.retrieval.query import analyse_query
-from memlane.retrieval.search import Planner
+from memlane.retrieval.search import Planner, recencies
 from memlane.retrieval.shape import query_shape
+from memlane.store.records import CandidateFacts
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 EXCERPT = (
@@ -90,3 +91,18 @@ def test_a_last_turn_without_content_words_is_not_what_the_excerpt_is_about() ->
     two = Planner().plan(analyse_query(thin + " What happened to your foot?", NOW), preset("default"), entities=[])
     assert two.focus_query == "When was that? What happened to your foot?"
     assert two.fusion.weights["lexical"] == 0.4 * 0.5
+
+
+def test_recency_halves_each_half_life_and_counts_the_future_as_now() -> None:
+    now = datetime(2024, 5, 1, 12, tzinfo=UTC)
+    facts = {
+        "now": CandidateFacts(now, 0.5),
+        "one": CandidateFacts(now - timedelta(days=30), 0.5),
+        "two": CandidateFacts(now - timedelta(days=60), 0.5),
+        "later": CandidateFacts(now + timedelta(days=3), 0.5),
+    }
+    got = recencies(facts, now, 30.0)
+    assert list(got) == list(facts)
+    assert got["now"] == 1.0 and got["later"] == 1.0
+    assert abs(got["one"] - 0.5) < 1e-12 and abs(got["two"] - 0.25) < 1e-12
+    assert recencies({}, now, 30.0) == {}

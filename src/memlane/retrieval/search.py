@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 from collections.abc import Mapping, Sequence, Set
@@ -43,14 +42,11 @@ _FACT_DIMS = frozenset({"entity", "temporal", "category", "intent", "recency", "
 _NAME_TOKEN = re.compile(r"[^\W_][\w'’.-]*", re.UNICODE)
 
 
-def recency(ts: datetime, now: datetime, half_life_days: float) -> float:
-    """Exponential decay of age: 1.0 now, 0.5 after one half-life; future times count as now."""
-    age_days = max((now - ts).total_seconds(), 0.0) / 86_400.0
-    return math.pow(0.5, age_days / half_life_days)
-
-
 def recencies(facts: Mapping[str, CandidateFacts], now: datetime, half_life_days: float) -> dict[str, float]:
-    """``recency`` of each candidate's timestamp, over an array (the whole pool, on every search)."""
+    """Exponential decay of each candidate's age: 1.0 now, 0.5 after one half-life; future times count as now.
+
+    Over an array: the whole pool, on every search.
+    """
     if not facts:
         return {}
     stamps = np.fromiter((f.timestamp.timestamp() for f in facts.values()), dtype=np.float64, count=len(facts))
