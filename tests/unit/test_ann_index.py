@@ -124,6 +124,25 @@ def test_remove_and_replace_are_seen_at_once(n: int) -> None:
     assert index.search(-q, 1)[0].key == 3
 
 
+def test_a_scope_shrunk_to_half_the_switch_size_goes_back_to_exact_search(tmp_path: Path) -> None:
+    x = unit_rows(600)
+    index = VectorIndex(DIM, "t", SMALL, folder=tmp_path / "ix")
+    index.add(range(600), x)
+    assert index.kind == "hnsw"
+    index.remove(range(500))  # 100 left: still half of exact_below (200)
+    assert index.kind == "hnsw"
+    index.remove([500])  # 99: below half
+    assert index.kind == "exact" and len(index) == 99
+    held = {k: x[k] for k in range(501, 600)}
+    for q in unit_rows(10, seed=2):
+        assert [h.key for h in index.search(q, 10)] == exact(held, q, 10)
+    index.save()
+    data = b"".join(f.read_bytes() for f in (tmp_path / "ix").rglob("*") if f.is_file())
+    assert x[0].tobytes() not in data  # the removed vectors' bytes went with the graph
+    index.add(range(1000, 1200), unit_rows(200, seed=3))  # grows past exact_below again: the graph comes back
+    assert index.kind == "hnsw" and len(index) == 299
+
+
 @pytest.mark.parametrize("n", [150, 3_000])
 def test_narrow_filters_never_collapse(n: int) -> None:
     x = unit_rows(n)

@@ -77,10 +77,13 @@ class HnswVectors:
         self.tombstones += int(held.sum())
         return int(held.sum())
 
+    def keys(self) -> I64:
+        """Every key held."""
+        return np.asarray(self._index.keys, dtype=np.int64)
+
     def compacted(self) -> HnswVectors:
         """A new graph over the live vectors only, with no bytes of removed or replaced ones left anywhere."""
-        keys = np.asarray(self._index.keys, dtype=np.int64)
-        present, vectors = self.vectors_of(keys)
+        present, vectors = self.vectors_of(self.keys())
         return HnswVectors.build(self.dim, self.settings, present, vectors)
 
     def search(self, query: F32, count: int) -> tuple[I64, F32]:

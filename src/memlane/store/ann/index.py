@@ -1,9 +1,9 @@
 """``VectorIndex``: one scope's vectors, searched exactly while small and through HNSW once large, kept incrementally.
 
 Every write is applied in place (an append, a row swap, a graph insert or removal): nothing is rebuilt because one
-vector changed. The one whole build is the switch from exact to HNSW when the scope first reaches
-``settings.exact_below`` vectors. ``applied_seq`` records the last change of the owner's feed that the index holds,
-and ``save`` writes it with the data (see ``files``), so that ``sync.open_index`` can tell how far behind a file is.
+vector changed. The one whole build is the switch from exact to HNSW when the scope reaches
+``settings.exact_below`` vectors (and back, from the graph's vectors, when removals take it below half of that).
+``applied_seq`` records the last change of the owner's feed that the index holds, and ``save`` writes it with the data (see ``files``), so that ``sync.open_index`` can tell how far behind a file is.
 
 Thread safety: one lock serialises every call. usearch searches share per-thread scratch contexts that Python
 threads do not map onto, and a single query takes well under a millisecond, so readers queue for little.
@@ -128,8 +128,20 @@ class VectorIndex:
             store = self._hnsw if self._hnsw is not None else self._exact
             assert store is not None
             n = store.remove(k)
+            if self._hnsw is not None and len(self._hnsw) < self.settings.exact_below // 2:
+                self._demote()
             self._advance(seq)
             return n
+
+    def _demote(self) -> None:
+        """Back to exact search once the scope has shrunk to half the switch size (half: a scope that hovers around
+        ``exact_below`` is not rebuilt back and forth). Exact search is as fast there and misses nothing, and the
+        graph's slots of removed vectors go with it.
+        """
+        assert self._hnsw is not None
+        present, vectors = self._hnsw.vectors_of(self._hnsw.keys())
+        self._exact = ExactVectors(self.dim, present, vectors)
+        self._hnsw = None
 
     def apply(self, changes: Iterable[Change]) -> int:
         """Apply feed changes in order, skipping those at or below ``applied_seq``; how many were applied.
