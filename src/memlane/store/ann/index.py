@@ -3,7 +3,8 @@
 Every write is applied in place (an append, a row swap, a graph insert or removal): nothing is rebuilt because one
 vector changed. The one whole build is the switch from exact to HNSW when the scope reaches
 ``settings.exact_below`` vectors (and back, from the graph's vectors, when removals take it below half of that).
-``applied_seq`` records the last change of the owner's feed that the index holds, and ``save`` writes it with the data (see ``files``), so that ``sync.open_index`` can tell how far behind a file is.
+``applied_seq`` records the last change of the owner's feed that the index holds, and ``save`` writes it with the
+data (see ``files``), so that ``sync.open_index`` can tell how far behind a file is.
 
 Thread safety: one lock serialises every call. usearch searches share per-thread scratch contexts that Python
 threads do not map onto, and a single query takes well under a millisecond, so readers queue for little.
