@@ -138,7 +138,7 @@ def test_a_scope_shrunk_to_half_the_switch_size_goes_back_to_exact_search(tmp_pa
         assert [h.key for h in index.search(q, 10)] == exact(held, q, 10)
     index.save()
     data = b"".join(f.read_bytes() for f in (tmp_path / "ix").rglob("*") if f.is_file())
-    assert x[0].tobytes() not in data  # the removed vectors' bytes went with the graph
+    assert x[0].tobytes() not in data  # no removed vector's bytes in the saved files
     index.add(range(1000, 1200), unit_rows(200, seed=3))  # grows past exact_below again: the graph comes back
     assert index.kind == "hnsw" and len(index) == 299
 

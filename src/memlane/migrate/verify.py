@@ -116,7 +116,7 @@ def verify(source: Store, target: Store, *, sample: int = 20, k: int = 10) -> li
             if entry is not None:
                 # The target scores the source's best k alike: the vectors came over whole. (Comparing the two
                 # searches' own lists would fail on a faithful copy whenever either side's index is approximate:
-                # PostgreSQL's HNSW graph, or memlane's above 20,000 vectors in a scope.)
+                # PostgreSQL's HNSW graph, or memlane's from 50,000 vectors in a scope.)
                 a = source.vector_search(it.user_id, entry.vector, k, Filters())
                 scores = target.vector_scores(it.user_id, entry.vector, [i for i, _ in a])
                 vec_ok += len(scores) == len(a) and all(abs(scores.get(i, np.inf) - s) <= TIE for i, s in a)

@@ -96,7 +96,7 @@ class ExactVectors:
 
     def _encode(self, rows: slice | I64) -> None:
         """Code the given rows of the float32 matrix against the current centre (in blocks: the float64 temporaries
-        of a whole 20k-row matrix would be 60 MB each).
+        of a whole 50k-row matrix would be 150 MB each).
         """
         if isinstance(rows, slice):
             for start in range(rows.start, rows.stop, _BLOCK):
