@@ -40,7 +40,9 @@ def test_explain_shows_what_in_the_query_engaged_each_dimension(env: dict[str, s
     assert "exact-matchterms" in squashed and "keywordweightx2" in squashed
     assert "thequerynames'ben'" in squashed
     hits = json.loads(run(env, "search", "what did Ben say?", "--user", "u", "--json").stdout)
-    assert hits[0]["triggers"]["entity"] == "the query names 'ben'"
+    assert hits[0]["triggers"]["entity"] == (
+        "the query names 'ben'; 'ben' speaks here: own turns count most (weight 0.4)"
+    )
 
 
 def test_unknown_preset_is_a_clean_error(env: dict[str, str]) -> None:

@@ -34,10 +34,20 @@ def test_dimensions_without_evidence_are_switched_off() -> None:
         entities=["ana"],
         speakers=["ana"],
     )
-    assert asked.fusion.weights["entity"] == 0.25
+    assert asked.fusion.weights["entity"] == 0.4 and "'ana' speaks here" in asked.triggers["entity"]
     assert asked.fusion.weights["temporal"] == 0.2 and "2023-05-01 to 2023-06-01" in asked.triggers["temporal"]
     assert asked.fusion.weights["lexical"] == 0.8 and "ERR_42_TIMEOUT" in asked.triggers["lexical"]
     assert "Ana" not in asked.semantic_query and "speaker names" in asked.triggers["dense"]
+
+
+def test_a_named_non_speaker_keeps_the_entity_weight() -> None:
+    # Only a question naming someone who speaks in the scope favours their own turns; a third party is a mention.
+    plan = Planner().plan(
+        analyse_query("What did Ana say about Lisbon?", NOW, known_entities=["ana", "lisbon"]),
+        preset("multi"),
+        entities=["ana", "lisbon"],
+    )
+    assert plan.fusion.weights["entity"] == 0.25 and "speak" not in plan.triggers["entity"]
 
 
 def test_a_when_question_engages_temporal_weakly() -> None:

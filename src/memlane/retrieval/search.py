@@ -136,6 +136,13 @@ class Planner:
                 triggers["entity"] = "the query names " + ", ".join(
                     f"{e!r} (as {named[e]!r})" if e in named else repr(e) for e in entities
                 )
+                if speakers and preset.speaker_entity_weight is not None:
+                    weights["entity"] = preset.speaker_entity_weight
+                    shown = " and ".join(repr(s) for s in speakers)
+                    verb = "speaks" if len(speakers) == 1 else "speak"
+                    triggers["entity"] += (
+                        f"; {shown} {verb} here: own turns count most (weight {preset.speaker_entity_weight:g})"
+                    )
             else:
                 weights["entity"] = 0.0
         if "context" in weights:
