@@ -1017,6 +1017,17 @@ class Memory:
         self._forget_cached_text()
         return removed
 
+    def wait_for_index(self, timeout: float | None = None) -> bool:
+        """Block until background index work is done, at most ``timeout`` seconds; whether it is.
+
+        A scope that grows past ``IndexSettings.exact_below`` vectors (50,000) gets its HNSW graph built on a
+        background thread while exact search keeps answering; call this after a bulk import to have the graph
+        ready (and saved) before serving. Never needed for correct results.
+        """
+        if timeout is not None:
+            timeout = check_float(timeout, what="timeout", low=0.0, high=float(7 * 24 * 3600))
+        return self._store.wait_for_index(timeout)
+
     def compact(self) -> Compaction:
         """Rewrite the store's files from their live content, so that no byte of a deleted memory stays in them
         (SQLite: ``VACUUM``; PostgreSQL: ``VACUUM FULL`` of memlane's tables, which locks each table while it is

@@ -96,6 +96,7 @@ def test_search_matches_exact(n: int) -> None:
     x = unit_rows(n)
     index = VectorIndex(DIM, "t", SMALL)
     index.add(range(n), x)
+    index.wait_built()  # the graph is built in the background
     assert index.kind == ("exact" if n < 200 else "hnsw")
     held = dict(enumerate(x))
     qs = unit_rows(30, seed=1)
@@ -114,6 +115,7 @@ def test_remove_and_replace_are_seen_at_once(n: int) -> None:
     x = unit_rows(n)
     index = VectorIndex(DIM, "t", SMALL)
     index.add(range(n), x)
+    index.wait_built()  # the graph is built in the background
     q = x[7]
     assert index.search(q, 1)[0].key == 7
     assert index.remove([7, 10_000]) == 1
@@ -128,6 +130,7 @@ def test_a_scope_shrunk_to_half_the_switch_size_goes_back_to_exact_search(tmp_pa
     x = unit_rows(600)
     index = VectorIndex(DIM, "t", SMALL, folder=tmp_path / "ix")
     index.add(range(600), x)
+    index.wait_built()  # the graph is built in the background
     assert index.kind == "hnsw"
     index.remove(range(500))  # 100 left: still half of exact_below (200)
     assert index.kind == "hnsw"
@@ -140,6 +143,7 @@ def test_a_scope_shrunk_to_half_the_switch_size_goes_back_to_exact_search(tmp_pa
     data = b"".join(f.read_bytes() for f in (tmp_path / "ix").rglob("*") if f.is_file())
     assert x[0].tobytes() not in data  # no removed vector's bytes in the saved files
     index.add(range(1000, 1200), unit_rows(200, seed=3))  # grows past exact_below again: the graph comes back
+    index.wait_built()  # the graph is built in the background
     assert index.kind == "hnsw" and len(index) == 299
 
 
@@ -148,6 +152,7 @@ def test_narrow_filters_never_collapse(n: int) -> None:
     x = unit_rows(n)
     index = VectorIndex(DIM, "t", SMALL)
     index.add(range(n), x)
+    index.wait_built()  # the graph is built in the background
     held = dict(enumerate(x))
     rng = np.random.default_rng(3)
     for share in (0.003, 0.02, 0.3):
@@ -170,6 +175,7 @@ def test_excluded_keys_are_left_out_and_the_count_kept() -> None:
     x = unit_rows(600)
     index = VectorIndex(DIM, "t", SMALL)
     index.add(range(600), x)
+    index.wait_built()  # the graph is built in the background
     first = [h.key for h in index.search(x[0], 10)]
     got = [h.key for h in index.search(x[0], 10, excluded=first[:4])]
     assert len(got) == 10 and not set(got) & set(first[:4])
@@ -180,6 +186,7 @@ def test_scores_are_exact_inner_products() -> None:
     for n in (150, 600):
         index = VectorIndex(DIM, "t", SMALL)
         index.add(range(n), x[:n])
+        index.wait_built()  # the graph is built in the background
         hits = index.scores(x[0], [5, 9999, 2])
         assert [h.key for h in hits] == [5, 2]
         assert [h.score for h in hits] == pytest.approx([float(x[5] @ x[0]), float(x[2] @ x[0])], abs=1e-5)
@@ -205,6 +212,7 @@ def test_save_and_load_round_trip(tmp_path: Path, n: int) -> None:
     x = unit_rows(n)
     index = VectorIndex(DIM, "model-a", SMALL, folder=tmp_path)
     index.add(range(n), x, seq=41)
+    index.wait_built()  # the graph is built in the background
     meta = index.save()
     assert meta is not None and meta.applied_seq == 41 and meta.count == n
     loaded, why = VectorIndex.load(tmp_path, DIM, "model-a", SMALL)
@@ -285,6 +293,7 @@ def test_a_saved_graph_keeps_no_bytes_of_a_removed_vector(tmp_path: Path) -> Non
     x = unit_rows(n)
     index = VectorIndex(DIM, "model-a", SMALL, folder=tmp_path)
     index.add(range(n), x)
+    index.wait_built()  # the graph is built in the background
     assert index.kind == "hnsw"
     gone = x[7].astype(np.float32).tobytes()
     meta = index.save()

@@ -100,10 +100,12 @@ class MemlaneSystem:
         self._users.setdefault(user)
 
     def finish(self) -> None:
-        # A scope's vector index is built (or loaded) by its first search: part of ingest, as LanceDB's and bm25s's
-        # index builds are (at 100k and more that is the HNSW graph, built in one parallel batch).
+        # A scope's vector index is opened by its first search, and a scope past exact_below (50k) gets its HNSW
+        # graph on a background thread: waited for here, so that it counts in ingest, as LanceDB's and bm25s's index
+        # builds do.
         for user in self._users:
             self._memory.search("index", user_id=user, top_k=1, preset_name=self._preset)
+        self._memory.wait_for_index()
 
     def forget_queries(self) -> None:
         forget_queries(self._memory.embedder)

@@ -69,6 +69,10 @@ class VectorStore(VectorIndex, Protocol):
         """The (identity, dim) the vectors were made with, or None for an empty store."""
         ...
 
+    def wait_for_index(self, timeout: float | None = None) -> bool:
+        """Block until background index work is done (``timeout`` seconds at most); whether it is."""
+        ...
+
     def set_embedder_identity(self, identity: str, dim: int) -> None:
         """Record the model identity (only for a store without vectors, or by reindex)."""
         ...

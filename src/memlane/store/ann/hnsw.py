@@ -53,8 +53,12 @@ class HnswVectors:
     def __contains__(self, key: object) -> bool:
         return isinstance(key, int) and key >= 0 and bool(self._index.contains(key))
 
-    def add(self, keys: I64, vectors: F32) -> None:
-        """Insert or replace (a key already held is removed first: usearch keeps one vector per key)."""
+    def add(self, keys: I64, vectors: F32, *, threads: int | None = None) -> None:
+        """Insert or replace (a key already held is removed first: usearch keeps one vector per key).
+
+        ``threads``: how many threads insert (0: every core); by default every core for a batch of at least
+        ``PARALLEL_ADD``, else the calling thread.
+        """
         if not len(keys):
             return
         ukeys = keys.astype(np.uint64)
@@ -62,7 +66,8 @@ class HnswVectors:
         if held.any():
             self._index.remove(ukeys[held])
             self.tombstones += int(held.sum())
-        threads = 0 if len(keys) >= PARALLEL_ADD else 1
+        if threads is None:
+            threads = 0 if len(keys) >= PARALLEL_ADD else 1
         self._index.add(ukeys, np.ascontiguousarray(vectors, dtype=np.float32), threads=threads)
 
     def remove(self, keys: I64) -> int:

@@ -3,6 +3,8 @@
 Every write is applied in place (an append, a row swap, a graph insert or removal): nothing is rebuilt because one
 vector changed. The one whole build is the switch from exact to HNSW when the scope reaches
 ``settings.exact_below`` vectors (and back, from the graph's vectors, when removals take it below half of that).
+That build runs on a background thread (``build.GraphBuild``) while exact search goes on serving, unless
+``settings.background_build`` is off.
 ``applied_seq`` records the last change of the owner's feed that the index holds, and ``save`` writes it with the
 data (see ``files``), so that ``sync.open_index`` can tell how far behind a file is.
 
@@ -21,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memlane.errors import StoreError, ValidationError
+from memlane.store.ann.build import GraphBuild
 from memlane.store.ann.exact import ExactVectors, top_positions
 from memlane.store.ann.files import commit_meta, folder_lock, load_exact, new_data_name, read_meta, save_exact
 from memlane.store.ann.hnsw import HnswVectors
@@ -52,8 +55,10 @@ class VectorIndex:
         self._lock = threading.Lock()
         self._exact: ExactVectors | None = ExactVectors(dim)
         self._hnsw: HnswVectors | None = None
+        self._build: GraphBuild | None = None  # the graph being built in the background, while exact serves
         self._applied = 0
         self._saved = 0
+        self._saved_kind: str | None = None  # what the file in ``folder`` holds, as far as this object knows
 
     # -- state ------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -88,6 +93,13 @@ class VectorIndex:
         """Sequence distance between what is applied and what the last save wrote (a hint for when to save)."""
         return self._applied - self._saved
 
+    @property
+    def kind_unsaved(self) -> bool:
+        """The file holds exact vectors where a graph now serves (or the reverse): worth saving now, else the next
+        open builds the graph again.
+        """
+        return self._saved_kind is not None and self._saved_kind != self.kind
+
     # -- writes -----------------------------------------------------------------------------------
     def _vectors(self, keys: I64, vectors: npt.ArrayLike) -> F32:
         arr = np.asarray(vectors, dtype=np.float32)
@@ -113,14 +125,56 @@ class VectorIndex:
             else:
                 assert self._exact is not None
                 self._exact.add(k, v)
-                if len(self._exact) >= self.settings.exact_below:
-                    self._promote()
+                if self._build is None:
+                    if len(self._exact) >= self.settings.exact_below:
+                        self._promote()
+                elif not self._build.done:  # (a failed build is not tried again until the index is reopened)
+                    self._build.queued.append((k.copy(), v.copy()))
             self._advance(seq)
 
     def _promote(self) -> None:
         assert self._exact is not None
-        self._hnsw = HnswVectors.build(self.dim, self.settings, self._exact.keys.copy(), self._exact.matrix)
-        self._exact = None
+        if not self.settings.background_build:
+            self._hnsw = HnswVectors.build(self.dim, self.settings, self._exact.keys.copy(), self._exact.matrix)
+            self._exact = None
+            return
+        self._build = GraphBuild(
+            self.dim, self.settings, self._exact.keys.copy(), lock=self._lock, read=self._rows, install=self._install
+        )
+        self._build.start()
+
+    def _rows(self, keys: I64) -> tuple[I64, F32]:
+        """The keys still held among ``keys`` and their vectors (the background build's reads; under the lock)."""
+        assert self._exact is not None
+        rows = self._exact.positions(keys)
+        return self._exact.keys[rows], self._exact.matrix[rows]
+
+    def _install(self, build: GraphBuild, graph: HnswVectors) -> None:
+        """Put a finished graph in place of the exact vectors (under the lock; it holds every write they hold)."""
+        if build is not self._build or self._exact is None:
+            return
+        self._build = None
+        if len(self._exact) < self.settings.exact_below // 2:  # shrunk meanwhile: exact search stays
+            return
+        self._hnsw, self._exact = graph, None
+
+    @property
+    def building(self) -> bool:
+        """Whether a graph is being built in the background (exact search serves meanwhile)."""
+        build = self._build
+        return build is not None and not build.done
+
+    def wait_built(self, timeout: float | None = None) -> bool:
+        """Block until no graph is being built (the one under way installed, stopped or failed); whether none is."""
+        build = self._build
+        return build is None or build.wait(timeout)
+
+    def stop_build(self) -> None:
+        """Abandon a graph under construction (the index is being closed or dropped); exact search stays."""
+        with self._lock:
+            build, self._build = self._build, None
+        if build is not None:
+            build.stop()
 
     def remove(self, keys: KeysLike, *, seq: int | None = None) -> int:
         """Remove the keys held (others are ignored); how many were removed."""
@@ -129,6 +183,8 @@ class VectorIndex:
             store = self._hnsw if self._hnsw is not None else self._exact
             assert store is not None
             n = store.remove(k)
+            if self._build is not None and not self._build.done and n:
+                self._build.queued.append((k.copy(), None))
             if self._hnsw is not None and len(self._hnsw) < self.settings.exact_below // 2:
                 self._demote()
             self._advance(seq)
@@ -286,6 +342,7 @@ class VectorIndex:
                 data.unlink(missing_ok=True)
                 raise StoreError(f"cannot save the vector index in {self.folder}: {e}") from e
             self._saved = self._applied
+            self._saved_kind = meta.kind
             return meta
 
     @classmethod
@@ -322,4 +379,8 @@ class VectorIndex:
         if out._size() != meta.count:
             return None, f"the data file holds {out._size()} vectors, its record says {meta.count}"
         out._applied = out._saved = meta.applied_seq
+        out._saved_kind = meta.kind
+        if out._exact is not None and len(out._exact) >= out.settings.exact_below:
+            with out._lock:  # saved while its graph was being built: build it again
+                out._promote()
         return out, "loaded"

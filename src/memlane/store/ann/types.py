@@ -82,6 +82,14 @@ class IndexSettings(BaseModel):
         4_096, ge=0, description="a filter allowing at most this many keys is answered by exact search over them"
     )
     filter_oversample: float = Field(2.0, ge=1.0, description="HNSW candidates per wanted hit, over the allowed share")
+    background_build: bool = Field(
+        True,
+        description="build the graph on a background thread when a scope reaches exact_below (exact search serves "
+        "meanwhile); off: in the call that crossed it",
+    )
+    build_threads: int = Field(
+        0, ge=0, description="threads inserting into a graph built in the background (0: every core)"
+    )
 
 
 class IndexMeta(BaseModel):

@@ -74,6 +74,11 @@ class PostgresVectorIndex:
 
     _db: Database
 
+    def wait_for_index(self, timeout: float | None = None) -> bool:
+        """Always done: pgvector updates its HNSW index in the statement that writes the row."""
+        del timeout
+        return True
+
     def vector_search(
         self, user_id: str, query: Vectors, limit: int, filters: Filters
     ) -> builtins.list[tuple[str, float]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -127,6 +128,8 @@ class AnnIndexes:
             held = self._open.get(user_id)
             if held is not None and held.identity == identity and held.dim == dim:
                 if self._synced.get(user_id) == at:
+                    if held.kind_unsaved:  # its graph, built in the background, has replaced the exact file
+                        self._save(SQLiteFeed(self._db, user_id), held)
                     return held
                 feed = SQLiteFeed(self._db, user_id)
                 changes = feed.changes_since(held.applied_seq)
@@ -145,7 +148,9 @@ class AnnIndexes:
             return index
 
     def _maybe_save(self, feed: SQLiteFeed, index: VectorIndex) -> None:
-        if index.folder is not None and index.unsaved_changes >= max(SAVE_AFTER, len(index) // 4):
+        if index.folder is not None and (
+            index.unsaved_changes >= max(SAVE_AFTER, len(index) // 4) or index.kind_unsaved
+        ):
             self._save(feed, index)
 
     def _save(self, feed: SQLiteFeed, index: VectorIndex) -> None:
@@ -162,6 +167,23 @@ class AnnIndexes:
         if meta is not None:
             feed.prune(meta.applied_seq)
 
+    def settle(self, timeout: float | None = None) -> bool:
+        """Wait for the graphs being built in the background, then save those that replaced an exact file; whether
+        every build had ended within ``timeout`` seconds.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            held = list(self._open.items())
+        for _, index in held:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not index.wait_built(left):
+                return False
+        with self._lock:
+            for user_id, index in held:
+                if self._open.get(user_id) is index and index.kind_unsaved:
+                    self._save(SQLiteFeed(self._db, user_id), index)
+        return True
+
     def erased(self, user_id: str) -> None:
         """After a delete (or a re-embedding) committed: remove the user's saved index file, which still holds the old
         vector (an HNSW graph even keeps removed vectors' bytes in its slots). The open index goes on serving; the
@@ -175,7 +197,9 @@ class AnnIndexes:
     def forget(self, user_id: str) -> None:
         """After a user's data was deleted: close their index and remove its folder, vectors and all."""
         with self._lock:
-            self._open.pop(user_id, None)
+            gone = self._open.pop(user_id, None)
+            if gone is not None:
+                gone.stop_build()
             self._synced.pop(user_id, None)
             folder = self._folder(user_id)
             if folder is not None:
@@ -220,6 +244,10 @@ class AnnIndexes:
         """Forget open indexes (all, or one user's); they reopen from their files and the log."""
         with self._lock:
             self._ident_at = None
+            gone = list(self._open.values()) if user_id is None else [self._open.get(user_id)]
+            for index in gone:
+                if index is not None:
+                    index.stop_build()
             if user_id is None:
                 self._open.clear()
                 self._synced.clear()
@@ -231,7 +259,8 @@ class AnnIndexes:
         """Save every index with changes its file lacks."""
         with self._lock:
             for user_id, index in self._open.items():
-                if index.folder is not None and index.unsaved_changes > 0:
+                index.stop_build()
+                if index.folder is not None and (index.unsaved_changes > 0 or index.kind_unsaved):
                     self._save(SQLiteFeed(self._db, user_id), index)
             self._open.clear()
             self._synced.clear()

@@ -30,6 +30,10 @@ class SQLiteVectorIndex:
         rows = self._db.read(f"SELECT m.pk FROM memories m WHERE m.user_id = ? AND {where}", (user_id, *params))
         return [int(r[0]) for r in rows]
 
+    def wait_for_index(self, timeout: float | None = None) -> bool:
+        """Block until no open scope's graph is being built in the background (then saved); whether none is."""
+        return self._cache.settle(timeout)
+
     def vector_search(
         self, user_id: str, query: Vectors, limit: int, filters: Filters
     ) -> builtins.list[tuple[str, float]]:

@@ -1,0 +1,148 @@
+"""The graph of a scope that outgrows exact search is built on a background thread: exact search serves meanwhile,
+and every write made during the build is in the graph that replaces it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memlane.store.ann import IndexSettings, VectorIndex
+from memlane.store.ann import build as build_module
+from memlane.store.ann.hnsw import HnswVectors
+from tests.unit.test_ann_index import DIM, exact, unit_rows
+
+SMALL = IndexSettings(exact_below=200, filter_exact_max=50, expansion_search=64)
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """Hold the background build at its first insert (outside the index's lock) until the event is set."""
+    opened = threading.Event()
+    plain = HnswVectors.add
+
+    def held_add(self: HnswVectors, keys: Any, vectors: Any, *, threads: int | None = None) -> None:
+        if threading.current_thread().name == "memlane-graph-build":
+            assert opened.wait(30), "the test never opened the gate"
+        plain(self, keys, vectors, threads=threads)
+
+    monkeypatch.setattr(HnswVectors, "add", held_add)
+    monkeypatch.setattr(build_module, "BLOCK", 100)  # several blocks, so writes land between reads
+    yield opened
+    opened.set()
+
+
+def test_exact_search_serves_during_the_build_and_every_write_reaches_the_graph(gate: threading.Event) -> None:
+    x = unit_rows(700)
+    held = {k: x[k] for k in range(600)}
+    index = VectorIndex(DIM, "t", SMALL)
+    index.add(range(600), x[:600], seq=1)
+    assert index.building and index.kind == "exact"
+    for q in unit_rows(10, seed=5):  # exact while the graph is built: nothing missed
+        assert [h.key for h in index.search(q, 10)] == exact(held, q, 10)
+    # Writes during the build: removals (one in an unread block), a replacement, new keys.
+    index.remove([5, 350], seq=2)
+    index.add([3], -x[0], seq=3)
+    index.add(range(600, 700), x[600:700], seq=4)
+    for k in (5, 350):
+        del held[k]
+    held[3] = -x[0]
+    held.update({k: x[k] for k in range(600, 700)})
+    assert [h.key for h in index.search(-x[0], 1)] == [3]
+    gate.set()
+    assert index.wait_built(30)
+    assert index.kind == "hnsw" and not index.building and index.applied_seq == 4
+    assert len(index) == len(held) == 698 and 5 not in index and 350 not in index
+    assert index.search(-x[0], 1)[0].key == 3
+    assert all(index.search(x[k], 1)[0].key == k for k in range(600, 700, 7))
+    overlap = [len({h.key for h in index.search(q, 10)} & set(exact(held, q, 10))) / 10 for q in unit_rows(30, 6)]
+    assert np.mean(overlap) >= 0.95
+
+
+def test_a_stopped_build_installs_nothing(gate: threading.Event) -> None:
+    index = VectorIndex(DIM, "t", SMALL)
+    index.add(range(600), unit_rows(600))
+    assert index.building
+    index.stop_build()
+    gate.set()
+    assert index.wait_built(30)
+    assert index.kind == "exact" and not index.building and len(index) == 600
+
+
+def test_a_scope_shrunk_during_the_build_stays_exact(gate: threading.Event) -> None:
+    x = unit_rows(600)
+    index = VectorIndex(DIM, "t", SMALL)
+    index.add(range(600), x)
+    build = index._build
+    assert build is not None
+    index.remove(range(520))  # 80 left, under half of exact_below
+    gate.set()
+    assert build.wait(30) and build.error is None
+    assert index.kind == "exact" and len(index) == 80
+    held = {k: x[k] for k in range(520, 600)}
+    assert [h.key for h in index.search(x[550], 10)] == exact(held, x[550], 10)
+
+
+def test_an_exact_file_saved_mid_build_builds_again_when_loaded(tmp_path: Path, gate: threading.Event) -> None:
+    x = unit_rows(600)
+    index = VectorIndex(DIM, "m", SMALL, folder=tmp_path)
+    index.add(range(600), x, seq=7)
+    meta = index.save()
+    assert meta is not None and meta.kind == "exact" and meta.count == 600
+    index.stop_build()
+    gate.set()
+    loaded, why = VectorIndex.load(tmp_path, DIM, "m", SMALL)
+    assert loaded is not None, why
+    assert loaded.wait_built(30) and loaded.kind == "hnsw"
+    assert loaded.kind_unsaved  # the file still holds exact vectors: the owner saves the graph
+    saved = loaded.save()
+    assert saved is not None and saved.kind == "hnsw" and not loaded.kind_unsaved
+    assert loaded.search(x[9], 1)[0].key == 9
+
+
+def test_a_failed_build_leaves_exact_search_serving(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(self: HnswVectors, keys: Any, vectors: Any, *, threads: int | None = None) -> None:
+        raise MemoryError("no room for the graph")
+
+    monkeypatch.setattr(HnswVectors, "add", broken)
+    x = unit_rows(300)
+    index = VectorIndex(DIM, "t", SMALL)
+    index.add(range(300), x)
+    build = index._build
+    assert build is not None and build.wait(30)
+    assert isinstance(build.error, MemoryError)
+    assert index.kind == "exact" and index.search(x[4], 1)[0].key == 4
+    index.add([1_000], x[:1])  # not queued for a build that is over, nor tried again at once
+    assert not build.queued and index._build is build and index.search(x[0], 1)[0].key in (0, 1_000)
+
+
+def test_without_background_builds_the_switch_is_immediate() -> None:
+    index = VectorIndex(DIM, "t", SMALL.model_copy(update={"background_build": False}))
+    index.add(range(300), unit_rows(300))
+    assert index.kind == "hnsw" and not index.building
+
+
+def test_a_process_that_exits_mid_build_exits_cleanly(tmp_path: Path) -> None:
+    # A thread still inside usearch's C++ code when the interpreter finalises aborts the process ("terminate
+    # called without an active exception", exit status 134): the exit hook stops and waits for running builds.
+    script = tmp_path / "exit_mid_build.py"
+    script.write_text(
+        "import time\n"
+        "import numpy as np\n"
+        "from memlane.store.ann import IndexSettings, VectorIndex\n"
+        "x = np.random.default_rng(0).normal(size=(20_000, 64)).astype(np.float32)\n"
+        "index = VectorIndex(64, 't', IndexSettings(exact_below=1_000))\n"
+        "index.add(range(20_000), x)\n"
+        "time.sleep(0.2)  # the thread is inside usearch's insert by now\n"
+        "assert index.building\n"
+        "print('exiting mid-build', flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "exiting mid-build" in done.stdout and "terminate" not in done.stderr
