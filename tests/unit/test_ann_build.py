@@ -65,6 +65,29 @@ def test_exact_search_serves_during_the_build_and_every_write_reaches_the_graph(
     assert np.mean(overlap) >= 0.95
 
 
+def test_a_large_queued_write_is_replayed_outside_the_lock(
+    gate: threading.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only the last few queued keys are replayed while searches wait on the lock; a bulk write queued during the
+    # build (one write, many keys) is replayed with the lock free.
+    x = unit_rows(1_900)
+    index = VectorIndex(DIM, "t", SMALL)
+    calls: list[tuple[int, bool]] = []
+    plain = build_module.replay
+
+    def watched(graph: HnswVectors, writes: list[Any], **kw: Any) -> None:
+        calls.append((sum(len(k) for k, _ in writes), index._lock.locked()))
+        plain(graph, writes, **kw)
+
+    monkeypatch.setattr(build_module, "replay", watched)
+    index.add(range(600), x[:600])
+    index.add(range(600, 1_900), x[600:])  # one write of 1,300 keys, queued
+    gate.set()
+    assert index.wait_built(30) and index.kind == "hnsw" and len(index) == 1_900
+    assert all(n <= build_module.FINAL_REPLAY for n, locked in calls if locked)
+    assert any(n == 1_300 and not locked for n, locked in calls)
+
+
 def test_a_stopped_build_installs_nothing(gate: threading.Event) -> None:
     index = VectorIndex(DIM, "t", SMALL)
     index.add(range(600), unit_rows(600))

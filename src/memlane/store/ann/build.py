@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 #: Vectors read (under the owner's lock) and inserted per step of the build.
 BLOCK = 1_024
-#: Queued writes few enough to replay while holding the owner's lock, at the install.
+#: Queued keys few enough to replay while holding the owner's lock, at the install.
 FINAL_REPLAY = 256
 
 #: A queued write: keys and their new vectors, or keys removed (``None``).
@@ -104,7 +104,7 @@ class GraphBuild:
                     if self._stop.is_set():
                         return
                     writes, self.queued = self.queued, []
-                    if len(writes) <= FINAL_REPLAY:
+                    if sum(len(keys) for keys, _ in writes) <= FINAL_REPLAY:  # keys, not writes: one may hold 50k
                         replay(graph, writes, threads=1)  # few, under the lock: on this thread
                         self._install(self, graph)
                         return
