@@ -123,9 +123,9 @@ def test_an_exact_file_saved_mid_build_builds_again_when_loaded(tmp_path: Path, 
     loaded, why = VectorIndex.load(tmp_path, DIM, "m", SMALL)
     assert loaded is not None, why
     assert loaded.wait_built(30) and loaded.kind == "hnsw"
-    assert loaded.kind_unsaved  # the file still holds exact vectors: the owner saves the graph
+    assert loaded.needs_save  # the file still holds exact vectors: the owner saves the graph
     saved = loaded.save()
-    assert saved is not None and saved.kind == "hnsw" and not loaded.kind_unsaved
+    assert saved is not None and saved.kind == "hnsw" and not loaded.needs_save
     assert loaded.search(x[9], 1)[0].key == 9
 
 
@@ -169,3 +169,41 @@ def test_a_process_that_exits_mid_build_exits_cleanly(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "exiting mid-build" in done.stdout and "terminate" not in done.stderr
+
+
+def test_a_graph_with_removed_vectors_is_compacted_in_the_background_and_keeps_every_write(
+    tmp_path: Path, gate: threading.Event
+) -> None:
+    x = unit_rows(700)
+    index = VectorIndex(DIM, "t", SMALL, folder=tmp_path)
+    gate.set()
+    index.add(range(600), x[:600])
+    assert index.wait_built(30) and index.kind == "hnsw"
+    gate.clear()  # hold the compaction at its first insert
+    index.remove([5])
+    assert index.save() is None and index.building  # the old graph still holds vector 5's bytes: compact first
+    old_three = x[3].tobytes()
+    index.remove([9])
+    index.add([3], -x[0])
+    index.add(range(600, 650), x[600:650])
+    assert index.search(x[9], 1)[0].key != 9 and index.search(x[620], 1)[0].key == 620  # the old graph serves
+    gate.set()
+    assert index.wait_built(30) and index.kind == "hnsw"
+    for _ in range(3):  # writes replayed onto the new graph may leave a replaced vector to compact once more
+        meta = index.save()
+        if meta is not None:
+            break
+        assert index.wait_built(30)
+    assert meta is not None and meta.count == 648  # 600 - 2 removed + 50 added
+    data = (tmp_path / meta.data_file).read_bytes()
+    assert x[5].tobytes() not in data and x[9].tobytes() not in data and old_three not in data
+    assert index.search(-x[0], 1)[0].key == 3 and all(index.search(x[k], 1)[0].key == k for k in range(600, 650, 7))
+
+
+def test_a_closing_save_starts_no_compaction(tmp_path: Path) -> None:
+    x = unit_rows(600)
+    index = VectorIndex(DIM, "t", SMALL, folder=tmp_path)
+    index.add(range(600), x)
+    assert index.wait_built(30)
+    index.remove([5])
+    assert index.save(closing=True) is None and not index.building

@@ -58,7 +58,7 @@ class VectorIndex:
         self._build: GraphBuild | None = None  # the graph being built in the background, while exact serves
         self._applied = 0
         self._saved = 0
-        self._saved_kind: str | None = None  # what the file in ``folder`` holds, as far as this object knows
+        self._file_behind = False  # a graph built in the background replaced what the file holds: save it soon
 
     # -- state ------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -94,11 +94,11 @@ class VectorIndex:
         return self._applied - self._saved
 
     @property
-    def kind_unsaved(self) -> bool:
-        """The file holds exact vectors where a graph now serves (or the reverse): worth saving now, else the next
-        open builds the graph again.
+    def needs_save(self) -> bool:
+        """A graph built in the background (over exact vectors, or compacted) serves and the file does not hold it:
+        worth saving now, else the next open builds it again.
         """
-        return self._saved_kind is not None and self._saved_kind != self.kind
+        return self._file_behind and self.folder is not None
 
     # -- writes -----------------------------------------------------------------------------------
     def _vectors(self, keys: I64, vectors: npt.ArrayLike) -> F32:
@@ -125,11 +125,11 @@ class VectorIndex:
             else:
                 assert self._exact is not None
                 self._exact.add(k, v)
-                if self._build is None:
-                    if len(self._exact) >= self.settings.exact_below:
-                        self._promote()
-                elif not self._build.done:  # (a failed build is not tried again until the index is reopened)
-                    self._build.queued.append((k.copy(), v.copy()))
+            build = self._build
+            if build is not None and not build.done:  # (a failed build is not tried again until reopened)
+                build.queued.append((k.copy(), v.copy()))
+            elif build is None and self._exact is not None and len(self._exact) >= self.settings.exact_below:
+                self._promote()
             self._advance(seq)
 
     def _promote(self) -> None:
@@ -138,29 +138,44 @@ class VectorIndex:
             self._hnsw = HnswVectors.build(self.dim, self.settings, self._exact.keys.copy(), self._exact.matrix)
             self._exact = None
             return
-        self._build = GraphBuild(
-            self.dim, self.settings, self._exact.keys.copy(), lock=self._lock, read=self._rows, install=self._install
-        )
+        self._start_build(self._exact.keys.copy())
+
+    def _compact_later(self) -> None:
+        """Build a new graph over the live vectors in the background, to replace one that still holds the bytes of
+        removed or replaced vectors (a save must not write them), while that one goes on serving.
+        """
+        assert self._hnsw is not None
+        self._start_build(self._hnsw.keys())
+
+    def _start_build(self, keys: I64) -> None:
+        self._build = GraphBuild(self.dim, self.settings, keys, lock=self._lock, read=self._rows, install=self._install)
         self._build.start()
 
     def _rows(self, keys: I64) -> tuple[I64, F32]:
         """The keys still held among ``keys`` and their vectors (the background build's reads; under the lock)."""
-        assert self._exact is not None
-        rows = self._exact.positions(keys)
-        return self._exact.keys[rows], self._exact.matrix[rows]
+        if self._exact is not None:
+            rows = self._exact.positions(keys)
+            return self._exact.keys[rows], self._exact.matrix[rows]
+        assert self._hnsw is not None
+        return self._hnsw.vectors_of(keys)
 
     def _install(self, build: GraphBuild, graph: HnswVectors) -> None:
-        """Put a finished graph in place of the exact vectors (under the lock; it holds every write they hold)."""
-        if build is not self._build or self._exact is None:
+        """Put a finished graph in place of the exact vectors or of the graph it compacts (under the lock; it holds
+        every write they hold).
+        """
+        if build is not self._build:
             return
         self._build = None
-        if len(self._exact) < self.settings.exact_below // 2:  # shrunk meanwhile: exact search stays
-            return
+        if self._exact is not None and len(self._exact) < self.settings.exact_below // 2:
+            return  # shrunk meanwhile: exact search stays
         self._hnsw, self._exact = graph, None
+        self._file_behind = True
 
     @property
     def building(self) -> bool:
-        """Whether a graph is being built in the background (exact search serves meanwhile)."""
+        """Whether a graph is being built (or compacted) in the background; the exact vectors (or the graph being
+        compacted) serve meanwhile.
+        """
         build = self._build
         return build is not None and not build.done
 
@@ -183,8 +198,9 @@ class VectorIndex:
             store = self._hnsw if self._hnsw is not None else self._exact
             assert store is not None
             n = store.remove(k)
-            if self._build is not None and not self._build.done and n:
-                self._build.queued.append((k.copy(), None))
+            build = self._build
+            if build is not None and not build.done and n:
+                build.queued.append((k.copy(), None))
             if self._hnsw is not None and len(self._hnsw) < self.settings.exact_below // 2:
                 self._demote()
             self._advance(seq)
@@ -196,6 +212,9 @@ class VectorIndex:
         graph's slots of removed vectors go with it.
         """
         assert self._hnsw is not None
+        if self._build is not None:  # a compaction under way is moot
+            self._build.stop()
+            self._build = None
         present, vectors = self._hnsw.vectors_of(self._hnsw.keys())
         self._exact = ExactVectors(self.dim, present, vectors)
         self._hnsw = None
@@ -309,17 +328,33 @@ class VectorIndex:
         return [Hit(int(key), float(s)) for key, s in zip(present.tolist(), (vecs @ q).tolist(), strict=True)]
 
     # -- files ------------------------------------------------------------------------------------
-    def save(self) -> IndexMeta | None:
-        """Write the index and its ``applied_seq`` to ``folder`` atomically (``None`` when it has no folder)."""
+    def save(self, *, closing: bool = False) -> IndexMeta | None:
+        """Write the index and its ``applied_seq`` to ``folder`` atomically; ``None`` when nothing was written.
+
+        A graph that still holds removed or replaced vectors' bytes is never written: it is compacted first, on a
+        background thread when ``settings.background_build`` (this save then writes nothing and the one after the
+        compaction writes the new graph; when ``closing``, no compaction is started and the file stays as it is:
+        the owner removed it at the delete, so the next open rebuilds from the database), else here.
+        """
         if self.folder is None:
             return None
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StoreError(f"cannot create the vector index folder {self.folder}: {e}") from e
-        with self._lock, folder_lock(self.folder, exclusive=True):
-            if self._hnsw is not None and self._hnsw.tombstones:
-                self._hnsw = self._hnsw.compacted()  # removed vectors must not reach the file
+        with self._lock:
+            if self._hnsw is not None and self._hnsw.tombstones:  # removed vectors must not reach the file
+                if not self.settings.background_build:
+                    self._hnsw = self._hnsw.compacted()
+                else:
+                    if not closing and (self._build is None or self._build.done):
+                        self._compact_later()
+                    return None
+            return self._write()
+
+    def _write(self) -> IndexMeta:
+        assert self.folder is not None
+        with folder_lock(self.folder, exclusive=True):
             name = new_data_name(self.kind)
             data = self.folder / name
             try:
@@ -342,7 +377,7 @@ class VectorIndex:
                 data.unlink(missing_ok=True)
                 raise StoreError(f"cannot save the vector index in {self.folder}: {e}") from e
             self._saved = self._applied
-            self._saved_kind = meta.kind
+            self._file_behind = False
             return meta
 
     @classmethod
@@ -379,7 +414,6 @@ class VectorIndex:
         if out._size() != meta.count:
             return None, f"the data file holds {out._size()} vectors, its record says {meta.count}"
         out._applied = out._saved = meta.applied_seq
-        out._saved_kind = meta.kind
         if out._exact is not None and len(out._exact) >= out.settings.exact_below:
             with out._lock:  # saved while its graph was being built: build it again
                 out._promote()

@@ -10,7 +10,8 @@ The saved file records the last sequence it holds. On open:
    ``feed.changes_since(applied_seq)``; if the log no longer reaches back that far → rebuild;
 4. otherwise the file is current and used as it is.
 
-Whatever was repaired is saved at once, so the next open is a plain load.
+Whatever was repaired is saved at once, so the next open is a plain load (a graph left holding replayed removals'
+vectors is compacted on a background thread first; its owner saves it once that is done).
 """
 
 from __future__ import annotations

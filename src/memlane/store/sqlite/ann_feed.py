@@ -128,7 +128,7 @@ class AnnIndexes:
             held = self._open.get(user_id)
             if held is not None and held.identity == identity and held.dim == dim:
                 if self._synced.get(user_id) == at:
-                    if held.kind_unsaved:  # its graph, built in the background, has replaced the exact file
+                    if held.needs_save:  # a graph built in the background (or compacted) is not in the file yet
                         self._save(SQLiteFeed(self._db, user_id), held)
                     return held
                 feed = SQLiteFeed(self._db, user_id)
@@ -148,19 +148,17 @@ class AnnIndexes:
             return index
 
     def _maybe_save(self, feed: SQLiteFeed, index: VectorIndex) -> None:
-        if index.folder is not None and (
-            index.unsaved_changes >= max(SAVE_AFTER, len(index) // 4) or index.kind_unsaved
-        ):
+        if index.folder is not None and (index.unsaved_changes >= max(SAVE_AFTER, len(index) // 4) or index.needs_save):
             self._save(feed, index)
 
-    def _save(self, feed: SQLiteFeed, index: VectorIndex) -> None:
+    def _save(self, feed: SQLiteFeed, index: VectorIndex, *, closing: bool = False) -> None:
         """Save the index and prune the log it covers. The file is a cache of SQLite: a failed save is logged and
         costs only a replay (or a rebuild) at the next open, never an error for the read or write that caused it.
         """
         if self._db.read_only:
             return  # the saved file (if any) stays as it is; this process keeps its index in memory
         try:
-            meta = index.save()
+            meta = index.save(closing=closing)
         except (StoreError, OSError) as exc:
             log.warning("vector index not saved (it is rebuilt from the database when needed): %s", exc)
             return
@@ -180,7 +178,7 @@ class AnnIndexes:
                 return False
         with self._lock:
             for user_id, index in held:
-                if self._open.get(user_id) is index and index.kind_unsaved:
+                if self._open.get(user_id) is index and index.needs_save:
                     self._save(SQLiteFeed(self._db, user_id), index)
         return True
 
@@ -260,8 +258,8 @@ class AnnIndexes:
         with self._lock:
             for user_id, index in self._open.items():
                 index.stop_build()
-                if index.folder is not None and (index.unsaved_changes > 0 or index.kind_unsaved):
-                    self._save(SQLiteFeed(self._db, user_id), index)
+                if index.folder is not None and (index.unsaved_changes > 0 or index.needs_save):
+                    self._save(SQLiteFeed(self._db, user_id), index, closing=True)
             self._open.clear()
             self._synced.clear()
 
