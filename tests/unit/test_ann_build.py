@@ -3,6 +3,9 @@ and every write made during the build is in the graph that replaces it."""
 
 from __future__ import annotations
 
+import os
+import select
+import signal
 import subprocess
 import sys
 import threading
@@ -207,3 +210,27 @@ def test_a_closing_save_starts_no_compaction(tmp_path: Path) -> None:
     assert index.wait_built(30)
     index.remove([5])
     assert index.save(closing=True) is None and not index.building
+
+
+def test_a_child_forked_mid_build_keeps_exact_search(gate: threading.Event) -> None:
+    x = unit_rows(600)
+    index = VectorIndex(DIM, "t", SMALL)
+    index.add(range(600), x)
+    assert index.building
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no build thread; its index must not wait for one nor queue writes for it
+        ok = index.wait_built(5) and not index.building and index.kind == "exact"
+        index.add([1_000], x[:1])
+        ok = ok and index.search(x[5], 1)[0].key == 5 and 1_000 in index
+        os.write(write, b"ok" if ok else b"no")
+        os._exit(0)
+    os.close(write)
+    ready, _, _ = select.select([read], [], [], 30)
+    got = os.read(read, 2) if ready else b"hung"
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    gate.set()
+    assert got == b"ok"
+    assert index.wait_built(30) and index.kind == "hnsw"  # the parent's build went on

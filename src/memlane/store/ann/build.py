@@ -14,13 +14,15 @@ It inserts on ``settings.build_threads`` threads (every core by default: measure
 29 s on both and 55 s on one; searches meanwhile are exact and share the cores).
 
 At interpreter exit every build still running is stopped and waited for (each ends at its next step, within a
-block's insert): a thread killed inside usearch's C++ code would abort the process.
+block's insert): a thread killed inside usearch's C++ code would abort the process. A process forked mid-build has no
+build thread: there every such build counts as ended without a graph, and the child's indexes keep exact search.
 """
 
 from __future__ import annotations
 
 import atexit
 import logging
+import os
 import threading
 import weakref
 from collections.abc import Callable
@@ -49,7 +51,8 @@ class GraphBuild:
 
     ``lock`` is the owner's lock; ``read(keys)`` (called under it) returns the keys still held among ``keys`` and
     their vectors; ``install(build, graph)`` (called under it) puts the finished graph in place of the exact
-    vectors. The owner appends every write made after the snapshot to ``queued`` (under its lock).
+    vectors; ``forked()`` is called in a child forked mid-build (to replace the lock, which the vanished thread may
+    hold). The owner appends every write made after the snapshot to ``queued`` (under its lock).
     """
 
     def __init__(
@@ -61,6 +64,7 @@ class GraphBuild:
         lock: threading.Lock,
         read: Callable[[I64], tuple[I64, F32]],
         install: Callable[[GraphBuild, HnswVectors], None],
+        forked: Callable[[], None] | None = None,
     ) -> None:
         self.dim = dim
         self.settings = settings
@@ -70,6 +74,7 @@ class GraphBuild:
         self._lock = lock
         self._read = read
         self._install = install
+        self._forked = forked
         self._stop = threading.Event()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="memlane-graph-build", daemon=True)
@@ -125,6 +130,22 @@ def replay(graph: HnswVectors, writes: list[Write], *, threads: int, stop: threa
             graph.remove(keys)
         else:
             graph.add(keys, vectors, threads=threads)
+
+
+def _orphaned_in_child() -> None:
+    """After ``fork``: the child has no build threads; their builds are over there (exact search keeps serving)."""
+    for build in list(_running):
+        if not build.done:
+            build.error = RuntimeError("the process was forked while this graph was being built")
+            build.queued = []
+            build._stop.set()
+            build._done.set()
+            if build._forked is not None:  # the owner's lock may be held by the thread that is gone: a new one
+                build._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_orphaned_in_child)
 
 
 @atexit.register

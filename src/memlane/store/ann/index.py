@@ -148,8 +148,16 @@ class VectorIndex:
         self._start_build(self._hnsw.keys())
 
     def _start_build(self, keys: I64) -> None:
-        self._build = GraphBuild(self.dim, self.settings, keys, lock=self._lock, read=self._rows, install=self._install)
+        self._build = GraphBuild(
+            self.dim, self.settings, keys, lock=self._lock, read=self._rows, install=self._install, forked=self._forked
+        )
         self._build.start()
+
+    def _forked(self) -> None:
+        """In a child process forked while a graph was being built: the build thread is gone, and it may have held
+        the lock at the fork, so the child gets a new lock (the exact vectors, or the graph being compacted, serve).
+        """
+        self._lock = threading.Lock()
 
     def _rows(self, keys: I64) -> tuple[I64, F32]:
         """The keys still held among ``keys`` and their vectors (the background build's reads; under the lock)."""
