@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memlane.store.ann import IndexSettings, open_index
+from memlane.store.ann import IndexSettings, apply_changes, open_index
 from tests.unit.test_ann_index import DIM, SqliteFeed, exact, unit_rows
 
 SETTINGS = IndexSettings(exact_below=300, filter_exact_max=50)
@@ -25,7 +25,7 @@ def writer(db: Path, folder: Path, committed: multiprocessing.synchronize.Event,
     for b, lo in enumerate(range(0, N, 100)):
         changes = feed.write({k: x[k] for k in range(lo, lo + 100)}, deletes=[lo - 50] if lo else [])
         if mode == "applied" or b < 5:
-            index.apply(changes)
+            apply_changes(index, changes)
         if b in (2, 4):
             index.save()
     committed.set()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from memlane.errors import ValidationError
-from memlane.store.ann import Batch, Change, IndexSettings, VectorIndex, open_index
+from memlane.store.ann import Batch, Change, IndexSettings, VectorIndex, apply_changes, open_index
 from memlane.store.ann.files import LOCK, META
 
 DIM = 24
@@ -248,7 +248,7 @@ def test_open_index_loads_replays_and_rebuilds(tmp_path: Path) -> None:
     assert report.action == "rebuilt" and len(index) == 0
     for lo in range(0, 300, 100):
         for ch in [feed.write({k: x[k] for k in range(lo, lo + 100)})]:
-            index.apply(ch)
+            apply_changes(index, ch)
     assert index.wait_built(30) and index.kind == "hnsw"
     index.save()
     # Writes the saved file never saw: a process that committed and died before saving.

@@ -5,7 +5,7 @@ through the ``ChangeFeed`` protocol; this package never imports a store backend.
 """
 
 from memlane.store.ann.index import VectorIndex
-from memlane.store.ann.sync import SyncReport, open_index, rebuild
+from memlane.store.ann.sync import SyncReport, apply_changes, open_index, rebuild
 from memlane.store.ann.types import Batch, Change, ChangeFeed, Hit, IndexMeta, IndexSettings
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "IndexSettings",
     "SyncReport",
     "VectorIndex",
+    "apply_changes",
     "open_index",
     "rebuild",
 ]

@@ -27,7 +27,7 @@ from memlane.store.ann.build import GraphBuild
 from memlane.store.ann.exact import ExactVectors, top_positions
 from memlane.store.ann.files import commit_meta, folder_lock, load_exact, new_data_name, read_meta, save_exact
 from memlane.store.ann.hnsw import HnswVectors
-from memlane.store.ann.types import F32, FORMAT, I64, Change, Hit, IndexMeta, IndexSettings
+from memlane.store.ann.types import F32, FORMAT, I64, Hit, IndexMeta, IndexSettings
 
 KeysLike = Iterable[int] | npt.NDArray[np.integer]
 
@@ -226,41 +226,6 @@ class VectorIndex:
         present, vectors = self._hnsw.vectors_of(self._hnsw.keys())
         self._exact = ExactVectors(self.dim, present, vectors)
         self._hnsw = None
-
-    def apply(self, changes: Iterable[Change]) -> int:
-        """Apply feed changes in order, skipping those at or below ``applied_seq``; how many were applied.
-
-        Consecutive adds are batched into one insert, so replaying a long log costs about what a batch build does.
-        """
-        applied = 0
-        run_keys: list[int] = []
-        run_vecs: list[F32] = []
-        in_run: set[int] = set()
-        run_seq = 0
-
-        def flush() -> None:
-            if run_keys:
-                self.add(run_keys, np.stack(run_vecs), seq=run_seq)
-                run_keys.clear()
-                run_vecs.clear()
-                in_run.clear()
-
-        for change in changes:
-            if change.seq <= max(self._applied, run_seq):
-                continue
-            applied += 1
-            if change.vector is None:
-                flush()
-                self.remove([change.key], seq=change.seq)
-                continue
-            if change.key in in_run:  # replaced again inside the run: the earlier vector must land first
-                flush()
-            run_keys.append(change.key)
-            run_vecs.append(change.vector)
-            in_run.add(change.key)
-            run_seq = change.seq
-        flush()
-        return applied
 
     # -- reads ------------------------------------------------------------------------------------
     def _query(self, query: npt.ArrayLike) -> F32:

@@ -16,12 +16,15 @@ vectors is compacted on a background thread first; its owner saves it once that 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
+
 from memlane.store.ann.index import VectorIndex
-from memlane.store.ann.types import ChangeFeed, IndexSettings
+from memlane.store.ann.types import F32, Change, ChangeFeed, IndexSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +74,7 @@ def open_index(
         if changes is None:
             why = f"the change log no longer reaches back to change {start}"
         else:
-            n = loaded.apply(changes)
+            n = apply_changes(loaded, changes)
             loaded.applied_seq = max(loaded.applied_seq, head)
             if save:
                 loaded.save()
@@ -81,3 +84,40 @@ def open_index(
     if save:
         index.save()
     return index, report
+
+
+def apply_changes(index: VectorIndex, changes: Iterable[Change]) -> int:
+    """Apply feed changes to ``index`` in order, skipping those at or below its ``applied_seq``; how many were
+    applied.
+
+    Consecutive adds are batched into one insert, so replaying a long log costs about what a batch build does.
+    """
+    applied = 0
+    run_keys: list[int] = []
+    run_vecs: list[F32] = []
+    in_run: set[int] = set()
+    run_seq = 0
+
+    def flush() -> None:
+        if run_keys:
+            index.add(run_keys, np.stack(run_vecs), seq=run_seq)
+            run_keys.clear()
+            run_vecs.clear()
+            in_run.clear()
+
+    for change in changes:
+        if change.seq <= max(index.applied_seq, run_seq):
+            continue
+        applied += 1
+        if change.vector is None:
+            flush()
+            index.remove([change.key], seq=change.seq)
+            continue
+        if change.key in in_run:  # replaced again inside the run: the earlier vector must land first
+            flush()
+        run_keys.append(change.key)
+        run_vecs.append(change.vector)
+        in_run.add(change.key)
+        run_seq = change.seq
+    flush()
+    return applied

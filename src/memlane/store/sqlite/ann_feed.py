@@ -23,7 +23,7 @@ import numpy as np
 
 from memlane.embedding.base import Vectors
 from memlane.errors import StoreError
-from memlane.store.ann import Batch, Change, VectorIndex, open_index
+from memlane.store.ann import Batch, Change, VectorIndex, apply_changes, open_index
 from memlane.store.ann.files import remove_folder
 from memlane.store.sqlite.db import Database
 
@@ -134,7 +134,7 @@ class AnnIndexes:
                 feed = SQLiteFeed(self._db, user_id)
                 changes = feed.changes_since(held.applied_seq)
                 if changes is not None:
-                    held.apply(changes)
+                    apply_changes(held, changes)
                     self._synced[user_id] = at
                     self._maybe_save(feed, held)
                     return held
