@@ -234,3 +234,22 @@ def test_a_child_forked_mid_build_keeps_exact_search(gate: threading.Event) -> N
     gate.set()
     assert got == b"ok"
     assert index.wait_built(30) and index.kind == "hnsw"  # the parent's build went on
+
+
+def test_a_compacted_graph_with_replayed_removals_does_not_ask_to_be_saved(
+    tmp_path: Path, gate: threading.Event
+) -> None:
+    # Writes replayed onto a compacted graph can leave removed vectors in it; asking for a save then would start the
+    # next compaction at once (back to back under a steady stream of deletes): it waits for the usual cadence.
+    x = unit_rows(600)
+    index = VectorIndex(DIM, "t", SMALL, folder=tmp_path)
+    gate.set()
+    index.add(range(600), x)
+    assert index.wait_built(30)
+    gate.clear()
+    index.remove([5])
+    assert index.save() is None and index.building
+    index.add([7], -x[7])  # replaced during the compaction: the new graph gets it by replay, over the old vector
+    gate.set()
+    assert index.wait_built(30) and index.kind == "hnsw"
+    assert not index.needs_save

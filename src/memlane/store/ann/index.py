@@ -96,9 +96,11 @@ class VectorIndex:
     @property
     def needs_save(self) -> bool:
         """A graph built in the background (over exact vectors, or compacted) serves and the file does not hold it:
-        worth saving now, else the next open builds it again.
+        worth saving now, else the next open builds it again. Not while it holds removed vectors (writes replayed
+        during its build): saving it would start another compaction at once, so that waits for the usual cadence.
         """
-        return self._file_behind and self.folder is not None
+        hnsw = self._hnsw
+        return self._file_behind and self.folder is not None and not (hnsw is not None and hnsw.tombstones)
 
     # -- writes -----------------------------------------------------------------------------------
     def _vectors(self, keys: I64, vectors: npt.ArrayLike) -> F32:
