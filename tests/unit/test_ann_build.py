@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memlane.store.ann import IndexSettings, VectorIndex
+from memlane.store.ann import Change, IndexSettings, VectorIndex, apply_changes
 from memlane.store.ann import build as build_module
 from memlane.store.ann.hnsw import HnswVectors
 from tests.unit.test_ann_index import DIM, exact, unit_rows
@@ -253,3 +253,22 @@ def test_a_compacted_graph_with_replayed_removals_does_not_ask_to_be_saved(
     gate.set()
     assert index.wait_built(30) and index.kind == "hnsw"
     assert not index.needs_save
+
+
+def test_a_bulk_load_builds_the_graph_once_over_all_of_it(gate: threading.Event) -> None:
+    # A rebuild or a replayed log that takes a scope past exact_below: the build starts at the end, over every
+    # vector, rather than at the switch size with the rest queued (a copy of each) for replay.
+    x = unit_rows(900)
+    index = VectorIndex(DIM, "t", SMALL)
+    with index.deferred():
+        for lo in range(0, 900, 100):
+            index.add(range(lo, lo + 100), x[lo : lo + 100])
+        assert not index.building  # not yet: the load goes on
+    build = index._build
+    assert build is not None and len(build.keys) == 900 and not build.queued
+    changes = [Change(seq, 1_000 + seq, x[seq % 900]) for seq in range(1, 401)]
+    other = VectorIndex(DIM, "t", SMALL)
+    assert apply_changes(other, changes) == 400
+    assert other._build is not None and len(other._build.keys) == 400 and not other._build.queued
+    gate.set()
+    assert index.wait_built(30) and other.wait_built(30) and index.kind == other.kind == "hnsw"

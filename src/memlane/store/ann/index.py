@@ -14,9 +14,10 @@ threads do not map onto, and a single query takes well under a millisecond, so r
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +60,7 @@ class VectorIndex:
         self._applied = 0
         self._saved = 0
         self._file_behind = False  # a graph built in the background replaced what the file holds: save it soon
+        self._deferred = 0  # inside ``deferred()``: no switch to the graph until the bulk load ends
 
     # -- state ------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -130,9 +132,29 @@ class VectorIndex:
             build = self._build
             if build is not None and not build.done:  # (a failed build is not tried again until reopened)
                 build.queued.append((k.copy(), v.copy()))
-            elif build is None and self._exact is not None and len(self._exact) >= self.settings.exact_below:
-                self._promote()
+            elif build is None and not self._deferred:
+                self._maybe_promote()
             self._advance(seq)
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """A bulk load (a rebuild, a replayed log): the switch to the graph waits for its end, so that the graph is
+        built once over everything instead of over the first ``exact_below`` vectors with the rest queued (a copy of
+        each) and replayed.
+        """
+        with self._lock:
+            self._deferred += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._deferred -= 1
+                if not self._deferred and self._build is None:
+                    self._maybe_promote()
+
+    def _maybe_promote(self) -> None:
+        if self._exact is not None and len(self._exact) >= self.settings.exact_below:
+            self._promote()
 
     def _promote(self) -> None:
         assert self._exact is not None

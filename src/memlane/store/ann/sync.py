@@ -42,9 +42,10 @@ def rebuild(
     """A new index holding the feed's snapshot, at the snapshot's sequence."""
     seq, batches = feed.snapshot()
     index = VectorIndex(dim, identity, settings, folder=folder)
-    for batch in batches:
-        if len(batch.keys):
-            index.add(batch.keys, batch.vectors)
+    with index.deferred():  # the graph (if the scope needs one) is built once, over all of it
+        for batch in batches:
+            if len(batch.keys):
+                index.add(batch.keys, batch.vectors)
     index.applied_seq = seq
     return index
 
@@ -105,19 +106,20 @@ def apply_changes(index: VectorIndex, changes: Iterable[Change]) -> int:
             run_vecs.clear()
             in_run.clear()
 
-    for change in changes:
-        if change.seq <= max(index.applied_seq, run_seq):
-            continue
-        applied += 1
-        if change.vector is None:
-            flush()
-            index.remove([change.key], seq=change.seq)
-            continue
-        if change.key in in_run:  # replaced again inside the run: the earlier vector must land first
-            flush()
-        run_keys.append(change.key)
-        run_vecs.append(change.vector)
-        in_run.add(change.key)
-        run_seq = change.seq
-    flush()
+    with index.deferred():  # a long log that takes the scope past exact_below: one graph build, at its end
+        for change in changes:
+            if change.seq <= max(index.applied_seq, run_seq):
+                continue
+            applied += 1
+            if change.vector is None:
+                flush()
+                index.remove([change.key], seq=change.seq)
+                continue
+            if change.key in in_run:  # replaced again inside the run: the earlier vector must land first
+                flush()
+            run_keys.append(change.key)
+            run_vecs.append(change.vector)
+            in_run.add(change.key)
+            run_seq = change.seq
+        flush()
     return applied
