@@ -1,10 +1,10 @@
 """``VectorIndex``: one scope's vectors, searched exactly while small and through HNSW once large, kept incrementally.
 
 Every write is applied in place (an append, a row swap, a graph insert or removal): nothing is rebuilt because one
-vector changed. The one whole build is the switch from exact to HNSW when the scope reaches
-``settings.exact_below`` vectors (and back, from the graph's vectors, when removals take it below half of that).
-That build runs on a background thread (``build.GraphBuild``) while exact search goes on serving, unless
-``settings.background_build`` is off.
+vector changed. The whole builds are the switch from exact to HNSW when the scope reaches ``settings.exact_below``
+vectors (back, from the graph's vectors, when removals take it below half of that) and the compaction of a graph
+holding removed vectors before it is saved; both run on a background thread (``build.GraphBuild``) while what they
+replace serves, unless ``settings.background_build`` is off.
 ``applied_seq`` records the last change of the owner's feed that the index holds, and ``save`` writes it with the
 data (see ``files``), so that ``sync.open_index`` can tell how far behind a file is.
 
@@ -97,9 +97,8 @@ class VectorIndex:
 
     @property
     def needs_save(self) -> bool:
-        """A graph built in the background (over exact vectors, or compacted) serves and the file does not hold it:
-        worth saving now, else the next open builds it again. Not while it holds removed vectors (writes replayed
-        during its build): saving it would start another compaction at once, so that waits for the usual cadence.
+        """A graph built in the background serves and the file lacks it (else the next open builds it again); not
+        while it holds removed vectors, whose save would start the next compaction at once (that waits).
         """
         hnsw = self._hnsw
         return self._file_behind and self.folder is not None and not (hnsw is not None and hnsw.tombstones)
@@ -138,9 +137,8 @@ class VectorIndex:
 
     @contextlib.contextmanager
     def deferred(self) -> Iterator[None]:
-        """A bulk load (a rebuild, a replayed log): the switch to the graph waits for its end, so that the graph is
-        built once over everything instead of over the first ``exact_below`` vectors with the rest queued (a copy of
-        each) and replayed.
+        """A bulk load (a rebuild, a replayed log): the switch to the graph waits for its end (one build over all of
+        it, not one over the first ``exact_below`` vectors with a queued copy of the rest).
         """
         with self._lock:
             self._deferred += 1
@@ -165,9 +163,7 @@ class VectorIndex:
         self._start_build(self._exact.keys.copy())
 
     def _compact_later(self) -> None:
-        """Build a new graph over the live vectors in the background, to replace one that still holds the bytes of
-        removed or replaced vectors (a save must not write them), while that one goes on serving.
-        """
+        """Rebuild the graph over its live vectors in the background (its removed vectors' bytes must not be saved)."""
         assert self._hnsw is not None
         self._start_build(self._hnsw.keys())
 
@@ -178,9 +174,7 @@ class VectorIndex:
         self._build.start()
 
     def _forked(self) -> None:
-        """In a child process forked while a graph was being built: the build thread is gone, and it may have held
-        the lock at the fork, so the child gets a new lock (the exact vectors, or the graph being compacted, serve).
-        """
+        """In a child forked mid-build: the build thread, which may have held the lock, is gone; a new lock."""
         self._lock = threading.Lock()
 
     def _rows(self, keys: I64) -> tuple[I64, F32]:
@@ -192,9 +186,7 @@ class VectorIndex:
         return self._hnsw.vectors_of(keys)
 
     def _install(self, build: GraphBuild, graph: HnswVectors) -> None:
-        """Put a finished graph in place of the exact vectors or of the graph it compacts (under the lock; it holds
-        every write they hold).
-        """
+        """Put a finished graph (holding every write) in place of the exact vectors or the graph it compacts."""
         if build is not self._build:
             return
         self._build = None
@@ -205,9 +197,7 @@ class VectorIndex:
 
     @property
     def building(self) -> bool:
-        """Whether a graph is being built (or compacted) in the background; the exact vectors (or the graph being
-        compacted) serve meanwhile.
-        """
+        """Whether a graph is being built (or compacted) in the background, while what it replaces serves."""
         build = self._build
         return build is not None and not build.done
 
@@ -328,10 +318,9 @@ class VectorIndex:
     def save(self, *, closing: bool = False) -> IndexMeta | None:
         """Write the index and its ``applied_seq`` to ``folder`` atomically; ``None`` when nothing was written.
 
-        A graph that still holds removed or replaced vectors' bytes is never written: it is compacted first, on a
-        background thread when ``settings.background_build`` (this save then writes nothing and the one after the
-        compaction writes the new graph; when ``closing``, no compaction is started and the file stays as it is:
-        the owner removed it at the delete, so the next open rebuilds from the database), else here.
+        A graph holding removed or replaced vectors' bytes is compacted first: here, or with ``background_build`` on
+        a background thread (this save writes nothing; when ``closing`` it starts nothing, and the next open
+        rebuilds from the database, the owner having removed the file at the delete).
         """
         if self.folder is None:
             return None
