@@ -41,6 +41,16 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
     opened.set()
 
 
+def graph_then_gate_closed(folder: Path, x: np.ndarray, gate: threading.Event) -> VectorIndex:
+    """An index of ``x`` whose graph is built, with the gate closed again (the next build waits at its first insert)."""
+    index = VectorIndex(DIM, "t", SMALL, folder=folder)
+    gate.set()
+    index.add(range(len(x)), x)
+    assert index.wait_built(30) and index.kind == "hnsw"
+    gate.clear()
+    return index
+
+
 def test_exact_search_serves_during_the_build_and_every_write_reaches_the_graph(gate: threading.Event) -> None:
     x = unit_rows(700)
     held = {k: x[k] for k in range(600)}
@@ -178,11 +188,7 @@ def test_a_graph_with_removed_vectors_is_compacted_in_the_background_and_keeps_e
     tmp_path: Path, gate: threading.Event
 ) -> None:
     x = unit_rows(700)
-    index = VectorIndex(DIM, "t", SMALL, folder=tmp_path)
-    gate.set()
-    index.add(range(600), x[:600])
-    assert index.wait_built(30) and index.kind == "hnsw"
-    gate.clear()  # hold the compaction at its first insert
+    index = graph_then_gate_closed(tmp_path, x[:600], gate)  # the compaction waits at its first insert
     index.remove([5])
     assert index.save() is None and index.building  # the old graph still holds vector 5's bytes: compact first
     old_three = x[3].tobytes()
@@ -242,11 +248,7 @@ def test_a_compacted_graph_with_replayed_removals_does_not_ask_to_be_saved(
     # Writes replayed onto a compacted graph can leave removed vectors in it; asking for a save then would start the
     # next compaction at once (back to back under a steady stream of deletes): it waits for the usual cadence.
     x = unit_rows(600)
-    index = VectorIndex(DIM, "t", SMALL, folder=tmp_path)
-    gate.set()
-    index.add(range(600), x)
-    assert index.wait_built(30)
-    gate.clear()
+    index = graph_then_gate_closed(tmp_path, x, gate)
     index.remove([5])
     assert index.save() is None and index.building
     index.add([7], -x[7])  # replaced during the compaction: the new graph gets it by replay, over the old vector
