@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 from pathlib import Path
 
+import pytest
+
 from memlane import Memory
+from memlane.errors import ValidationError
+from memlane.store.ann import IndexSettings, sync
+from memlane.store.sqlite import ann_feed
 
 
 def _index_bytes(db: Path) -> bytes:
@@ -80,3 +87,38 @@ def test_erased_text_leaves_the_write_ahead_log_while_the_store_stays_open(tmp_p
         assert b"quixotrelzz" not in _file_bytes(db)
         assert b"vorpalbrix" not in _file_bytes(db)
         assert m.search("gardening", user_id="bob")  # the store works on
+
+
+def _word(i: int) -> str:
+    return "".join("abcdefghij"[int(d)] for d in str(i)) + "zq"
+
+
+def test_a_graph_scope_builds_in_the_background_and_a_delete_leaves_no_saved_vector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The store's scopes switch to the graph at 200 vectors here (50,000 by default), so that the background build,
+    # wait_for_index and the closing save of a graph that held the deleted vector run end to end through Memory.
+    small = IndexSettings(exact_below=200, filter_exact_max=50, expansion_search=64)
+    monkeypatch.setattr(ann_feed, "open_index", functools.partial(sync.open_index, settings=small))
+    db = tmp_path / "m.db"
+    meta = Path(f"{db}.ann") / hashlib.sha256(b"ana").hexdigest()[:24] / "meta.json"
+    with Memory(db, embedder="hash") as m:
+        texts = [f"kite note {_word(i)}" for i in range(300)]
+        ids = [it.id for it in m.add(texts, user_id="ana", infer=False).items]
+        vecs = [m.embedder.embed([t])[0].astype("float32").tobytes() for t in texts]
+        v = next(i for i, b in enumerate(vecs) if vecs.count(b) == 1)  # a vector no other memory shares
+        assert m.search(texts[v], user_id="ana")  # served (exactly) while the graph is built
+        assert m.wait_for_index(60)
+        assert json.loads(meta.read_text())["kind"] == "hnsw"  # the graph, saved once it replaced the exact vectors
+        vec = vecs[v]
+        assert vec in _index_bytes(db)
+        m.delete(ids[v], user_id="ana")
+        assert vec not in _index_bytes(db)
+        assert ids[v] not in [h.memory.id for h in m.search(texts[v], user_id="ana", top_k=20)]
+    assert vec not in _index_bytes(db)  # the closing save wrote no graph that still held it
+    with Memory(db, embedder="hash") as m:
+        assert m.search(texts[v], user_id="ana", top_k=20) and m.stats().memories == 299
+        assert m.wait_for_index(60)
+        assert json.loads(meta.read_text())["kind"] == "hnsw" and vec not in _index_bytes(db)
+    with pytest.raises(ValidationError, match="timeout"):
+        Memory(db, embedder="hash").wait_for_index(-1)
