@@ -1021,8 +1021,10 @@ class Memory:
         """Block until background index work is done, at most ``timeout`` seconds; whether it is.
 
         A scope that grows past ``IndexSettings.exact_below`` vectors (50,000) gets its HNSW graph built on a
-        background thread while exact search keeps answering; call this after a bulk import to have the graph
-        ready (and saved) before serving. Never needed for correct results.
+        background thread while exact search keeps answering, and a scope of 20,000 memories or more gets its
+        in-memory read model (BM25 postings and candidate facts) built on one at its first search while the
+        tables answer; call this after a bulk import or at start-up to have both ready before serving. Never
+        needed for correct results.
         """
         if timeout is not None:
             timeout = check_float(timeout, what="timeout", low=0.0, high=float(7 * 24 * 3600))

@@ -11,6 +11,7 @@ import uuid
 import psycopg
 import pytest
 
+import memlane.store.hot.cache as hot_cache
 from memlane import Config, Memory, Message
 from memlane.embedding.fake import HashEmbedder
 from memlane.models import Filters
@@ -47,7 +48,7 @@ def _assert_current(memory: Memory, user: str) -> None:
     with store._hot.using(user) as held:  # type: ignore[attr-defined]
         assert held is not None
         ids = sorted(_snapshot(held))
-        fresh = HotScopes(store._db).get(user)  # type: ignore[attr-defined]
+        fresh = HotScopes(store._db)._build(user)  # type: ignore[attr-defined]
         assert _snapshot(held) == _snapshot(fresh)
         assert _rounded(_answers(held, ids)) == _rounded(_answers(fresh, ids))
 
@@ -244,3 +245,36 @@ def test_the_log_is_confined_by_row_level_security(url: str) -> None:
         with psycopg.connect(base, autocommit=True) as c:
             c.execute(f"DROP OWNED BY {role}")
             c.execute(f"DROP ROLE {role}")
+
+
+def test_a_large_scope_model_is_built_in_the_background(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``BACKGROUND_ROWS`` the first search reads the tables and starts the build (through a connection of the
+    pool); writes made meanwhile are replayed once it is installed.
+    """
+    monkeypatch.setattr(hot_cache, "BACKGROUND_ROWS", 300)
+    rng = random.Random(11)
+    user = f"big-{uuid.uuid4().hex[:8]}"
+    with Memory(url, embedder=HashEmbedder(), config=CONFIG) as m:
+        m.add([_text(rng) for _ in range(400)], user_id=user, session_id="s")
+    with Memory(url, embedder=HashEmbedder(), config=CONFIG) as m:
+        hot = m._store._hot  # type: ignore[attr-defined]
+        gate = threading.Event()
+        real = hot._build_apart
+
+        def held_build(user_id: str, epoch: int) -> None:
+            gate.wait(30)
+            real(user_id, epoch)
+
+        hot._build_apart = held_build
+        cold = [h.memory.id for h in m.search("w1 tomato", user_id=user, top_k=10)]
+        with hot.using(user) as model:
+            assert model is None
+        added = m.add([f"{_text(rng)} late {k}" for k in range(5)], user_id=user, session_id="s")
+        gate.set()
+        assert m.wait_for_index(30)
+        assert user in hot._open
+        _assert_current(m, user)
+        with hot.using(user) as model:
+            assert model is not None
+            assert {it.id for it in added.items} <= set(_snapshot(model))
+        assert len(cold) == 10

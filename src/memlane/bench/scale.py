@@ -60,14 +60,16 @@ class ScalePoint(BaseModel):
     search_p99_ms: float
     first_search_ms: float = Field(
         0.0,
-        description="The first search after the ingest (0: not measured): it builds or loads the scope's vector index, "
-        "so bulk ingest followed by a search costs ingest_seconds plus this",
+        description="The first search after the ingest (0: not measured): it builds or loads the scope's vector index "
+        "and its read model (a scope of 20,000 memories or more: starts building it in the background and reads the "
+        "tables meanwhile), so bulk ingest followed by a search costs ingest_seconds plus this",
     )
     graph_ready_s: float | None = Field(
         None,
-        description="Seconds from the end of the first search until the background graph build of a scope past "
-        "exact_below had finished and been saved (0: no build; None: not measured); searches before then are exact, "
-        "and the timed searches start after it",
+        description="Seconds from the end of the first search until the background work it started had finished: "
+        "the graph build of a scope past exact_below (then saved) and the read model of a scope of 20,000 memories "
+        "or more (0: none; None: not measured); searches before then are exact and read the tables, and the timed "
+        "searches start after it",
     )
     chat_queries: int = Field(0, description="Searches timed in the chat workload (each right after one add)")
     chat_p50_ms: float = 0.0

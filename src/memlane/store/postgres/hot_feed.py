@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from types import MappingProxyType
 
 from memlane.store.hot import cache
@@ -125,6 +125,15 @@ class PostgresHotFeed:
             f"SELECT {_COLUMNS} FROM memories m WHERE m.user_id = %s ORDER BY m.pk", (user_id,), scope=user_id
         )
         return int(xmin), [_row(r) for r in found]
+
+    @property
+    def reads_apart(self) -> bool:
+        return True  # every read takes a connection of the pool
+
+    def snapshot_apart(self, user_id: str, pause: Callable[[], None]) -> tuple[int, int, list[HotRow]]:
+        del pause  # rows are converted as psycopg reads them
+        erasures = self.erasures()  # first: an erasure after it is seen at the next check
+        return (erasures, *self.snapshot(user_id))
 
     def prune(self, user_id: str, upto: int) -> None:
         # Half the span is kept: the models of other processes, a little behind this one, go on replaying.

@@ -19,6 +19,7 @@ import psycopg
 from memlane.embedding.base import Vectors
 from memlane.models import Filters, MemoryItem
 from memlane.store.postgres.db import Database
+from memlane.store.postgres.hot_feed import HotScopes
 from memlane.store.postgres.rows import SELECTED, as_array, filter_sql, run
 from memlane.store.sqlite.rows import row_to_item
 
@@ -73,11 +74,13 @@ class PostgresVectorIndex:
     """
 
     _db: Database
+    _hot: HotScopes
 
     def wait_for_index(self, timeout: float | None = None) -> bool:
-        """Always done: pgvector updates its HNSW index in the statement that writes the row."""
-        del timeout
-        return True
+        """Done once the read models of large scopes are built (pgvector updates its HNSW index in the
+        statement that writes the row).
+        """
+        return self._hot.settle(timeout)
 
     def vector_search(
         self, user_id: str, query: Vectors, limit: int, filters: Filters

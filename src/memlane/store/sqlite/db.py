@@ -223,6 +223,23 @@ class Database:
                 raise translate(exc, self.path) from exc
         self.truncate_wal()
 
+    def reader(self) -> sqlite3.Connection:
+        """A connection of its own to the same file, for a long read on another thread (the caller closes it).
+
+        It only reads (``query_only``), and in WAL mode its read transaction holds up neither this connection's
+        writes nor its reads. Not for ``:memory:``, whose database only this connection sees.
+        """
+        if self.path == ":memory:":
+            raise StoreError("an in-memory database has no second connection")
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA busy_timeout = 10000")
+            conn.execute("PRAGMA query_only = ON")
+        except sqlite3.Error:
+            conn.close()
+            raise
+        return conn
+
     @contextlib.contextmanager
     def reading(self, scope: str | None = None) -> Iterator[sqlite3.Connection]:
         """The connection for reads outside a transaction, under the lock, with driver errors translated. ``scope``

@@ -10,16 +10,19 @@ rebuilt from the tables.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from memlane.store.hot import cache
 from memlane.store.hot.cache import Changes
 from memlane.store.hot.rows import NO_ENTITIES, HotRow, row_of_columns
-from memlane.store.sqlite.db import Database
+from memlane.store.sqlite.db import Database, translate
 
 #: The log of a user is pruned (up to what this process applied) once it holds this many entries more than the floor.
 PRUNE_AFTER = 20_000
+#: Rows a background snapshot converts between two calls of its ``pause``.
+_BLOCK = 512
 
 _COLUMNS = (
     "m.pk, m.id, m.kind, m.session_id, m.position, m.ts, m.importance, m.event_time, m.event_end, m.category, "
@@ -33,7 +36,7 @@ def hot_row(r: Sequence[object], entities: dict[int, dict[str, bool]]) -> HotRow
     return row_of_columns(r, entities.get(int(r[0]), NO_ENTITIES))  # type: ignore[call-overload]
 
 
-def entity_links(rows: Sequence[Sequence[object]]) -> dict[int, dict[str, bool]]:
+def entity_links(rows: Iterable[Sequence[object]]) -> dict[int, dict[str, bool]]:
     """``(pk, entity, said_by)`` rows as entity links by row key."""
     out: dict[int, dict[str, bool]] = {}
     for pk, entity, said_by in rows:
@@ -98,13 +101,27 @@ class SQLiteHotFeed:
         return [hot_row(r, ents) for r in rows]
 
     def snapshot(self, user_id: str) -> tuple[int, list[HotRow]]:
-        rows = self._db.read("SELECT max(seq) FROM fact_log WHERE user_id = ?", (user_id,))
-        head = max(int(rows[0][0] or 0), self._floor(user_id))  # first: rows read after it may be newer
-        found = self._db.read(f"SELECT {_COLUMNS} FROM {_FROM} WHERE m.user_id = ? ORDER BY m.pk", (user_id,))
-        ents = entity_links(
-            self._db.read("SELECT pk, entity, said_by FROM memory_entities WHERE user_id = ?", (user_id,))
-        )
-        return head, [hot_row(r, ents) for r in found]
+        with self._db.reading() as c:
+            return _snapshot(c, user_id)
+
+    @property
+    def reads_apart(self) -> bool:
+        return self._db.path != ":memory:"
+
+    def snapshot_apart(self, user_id: str, pause: Callable[[], None]) -> tuple[int, int, list[HotRow]]:
+        """Read through a connection of its own, in one read transaction (WAL: the writer is not held up)."""
+        try:
+            conn = self._db.reader()
+            try:
+                conn.execute("BEGIN")
+                erased = conn.execute("SELECT value FROM meta WHERE key = 'erasures'").fetchall()
+                head, rows = _snapshot(conn, user_id, pause)
+                conn.execute("COMMIT")
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise translate(exc, self._db.path) from exc
+        return int(erased[0][0]) if erased else 0, head, rows
 
     def prune(self, user_id: str, upto: int) -> None:
         with self._db.atomic() as c:
@@ -114,6 +131,24 @@ class SQLiteHotFeed:
                 "WHERE excluded.seq > fact_log_floor.seq",
                 (user_id, upto),
             )
+
+
+def _snapshot(c: sqlite3.Connection, user_id: str, pause: Callable[[], None] | None = None) -> tuple[int, list[HotRow]]:
+    """The mark and every row of the user; ``pause`` (if any) is called between blocks of rows."""
+    rows = c.execute(
+        "SELECT max(seq), (SELECT seq FROM fact_log_floor WHERE user_id = ?1) FROM fact_log WHERE user_id = ?1",
+        (user_id,),
+    ).fetchall()
+    head = max(int(rows[0][0] or 0), int(rows[0][1] or 0))  # first: rows read after it may be newer
+    ents = entity_links(c.execute("SELECT pk, entity, said_by FROM memory_entities WHERE user_id = ?", (user_id,)))
+    cursor = c.execute(f"SELECT {_COLUMNS} FROM {_FROM} WHERE m.user_id = ? ORDER BY m.pk", (user_id,))
+    if pause is None:
+        return head, [hot_row(r, ents) for r in cursor.fetchall()]
+    out: list[HotRow] = []
+    while block := cursor.fetchmany(_BLOCK):
+        pause()
+        out.extend(hot_row(r, ents) for r in block)
+    return head, out
 
 
 class HotScopes(cache.HotScopes):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from memlane.models import Compaction
@@ -69,8 +70,10 @@ class SQLiteStore(
     def size_bytes(self) -> int:
         return self._db.size_bytes()
 
-    def pinned(self) -> AbstractContextManager[None]:
-        return self._db.pinned()
+    @contextlib.contextmanager
+    def pinned(self) -> Iterator[None]:
+        with self._hot.serving(), self._db.pinned():
+            yield
 
     def compact(self) -> Compaction:
         before = self.size_bytes()

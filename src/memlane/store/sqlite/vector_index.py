@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import time
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -31,8 +32,11 @@ class SQLiteVectorIndex:
         return [int(r[0]) for r in rows]
 
     def wait_for_index(self, timeout: float | None = None) -> bool:
-        """Block until no open scope's graph is being built in the background (then saved); whether none is."""
-        return self._cache.settle(timeout)
+        """Block until no open scope's graph or read model is being built in the background; whether none is."""
+        started = time.monotonic()
+        if not self._cache.settle(timeout):
+            return False
+        return self._hot.settle(None if timeout is None else max(0.0, timeout - (time.monotonic() - started)))
 
     def vector_search(
         self, user_id: str, query: Vectors, limit: int, filters: Filters
