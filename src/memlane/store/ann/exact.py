@@ -116,12 +116,16 @@ class ExactVectors:
         self._coded[rows] = np.linalg.norm(decoded, axis=1)
         self._residual[rows] = np.linalg.norm(centred - decoded, axis=1)
 
-    def _recentre(self) -> None:
-        """Set the centre to the mean row and code every row again (when the rows held have doubled: O(1) a row)."""
+    def _recentre(self) -> bool:
+        """Set the centre to the mean row and code every row again (when the rows held have doubled: O(1) a row);
+        whether it did.
+        """
         if self._n >= CODED_FROM and self._n >= 2 * self._centred_at:
             self._centre = self.matrix.mean(axis=0, dtype=np.float64).astype(np.float32)
             self._encode(slice(0, self._n))
             self._centred_at = self._n
+            return True
+        return False
 
     def add(self, keys: I64, vectors: F32) -> None:
         """Insert or replace: a key already held gets its row overwritten."""
@@ -148,8 +152,8 @@ class ExactVectors:
         for j, key in enumerate(keys[fresh].tolist()):
             self._pos[key] = start + j
         self._n = start + len(fresh)
-        self._encode(slice(start, self._n))
-        self._recentre()
+        if not self._recentre():  # (which codes every row, these too)
+            self._encode(slice(start, self._n))
 
     def remove(self, keys: I64) -> int:
         """Remove the keys held (others are ignored); how many were removed."""
