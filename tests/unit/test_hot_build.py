@@ -7,9 +7,11 @@ that a scope of a few hundred memories takes that path.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -57,6 +59,45 @@ def _rows(model: HotScope) -> dict[str, object]:
     return {r.id: r for r in model.rows if r is not None}
 
 
+@contextlib.contextmanager
+def _stopped_after_snapshot(tmp_path: Path, config: Config) -> Iterator[tuple[Memory, HotScopes, threading.Event]]:
+    """A reopened store of 400 memories whose first search has started the build, stopped once the build has read
+    its snapshot until the event yielded is set.
+    """
+    path = tmp_path / "big.db"
+    with Memory(path, embedder="hash", config=config) as memory:
+        _fill(memory, "maya", 400)
+    with Memory(path, embedder="hash", config=config) as memory:
+        hot = memory._store._hot  # type: ignore[attr-defined]
+        read = threading.Event()
+        go_on = threading.Event()
+        real = hot._feed.snapshot_apart
+
+        def slow_snapshot(user_id: str, pause: object) -> object:
+            found = real(user_id, pause)
+            read.set()
+            go_on.wait(30)
+            return found
+
+        hot._feed.snapshot_apart = slow_snapshot
+        memory.search("sailing", user_id="maya")
+        assert read.wait(30)
+        yield memory, hot, go_on
+
+
+def _held_at_start(hot: object) -> threading.Event:
+    """Hold ``hot``'s background builds at their start until the event returned is set."""
+    gate = threading.Event()
+    real = hot._build_apart  # type: ignore[attr-defined]
+
+    def held_build(user_id: str, epoch: int) -> None:
+        gate.wait(30)
+        real(user_id, epoch)
+
+    hot._build_apart = held_build  # type: ignore[attr-defined]
+    return gate
+
+
 @pytest.fixture
 def background(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hot_cache, "BACKGROUND_ROWS", 300)
@@ -75,14 +116,7 @@ def test_large_scope_answers_from_tables_until_its_model_is_built(
         _fill(memory, "tom", 50)
     with Memory(path, embedder="hash", config=config) as memory:
         hot = memory._store._hot  # type: ignore[attr-defined]
-        gate = threading.Event()
-        real = hot._build_apart
-
-        def held_build(user_id: str, epoch: int) -> None:
-            gate.wait(30)
-            real(user_id, epoch)
-
-        hot._build_apart = held_build
+        gate = _held_at_start(hot)
         cold = _ranked(memory, "maya")
         assert "maya" in hot._building and "maya" not in hot._open
         with hot.using("maya") as model:
@@ -100,24 +134,7 @@ def test_large_scope_answers_from_tables_until_its_model_is_built(
 
 def test_writes_during_a_build_are_in_the_installed_model(tmp_path: Path, config: Config, background: None) -> None:
     """Adds and a delete made after the build read its snapshot are replayed from the log once it is installed."""
-    path = tmp_path / "big.db"
-    with Memory(path, embedder="hash", config=config) as memory:
-        _fill(memory, "maya", 400)
-    with Memory(path, embedder="hash", config=config) as memory:
-        hot = memory._store._hot  # type: ignore[attr-defined]
-        read = threading.Event()
-        go_on = threading.Event()
-        real = hot._feed.snapshot_apart
-
-        def slow_snapshot(user_id: str, pause: object) -> object:
-            found = real(user_id, pause)
-            read.set()
-            go_on.wait(30)
-            return found
-
-        hot._feed.snapshot_apart = slow_snapshot
-        memory.search("sailing", user_id="maya")
-        assert read.wait(30)
+    with _stopped_after_snapshot(tmp_path, config) as (memory, hot, go_on):
         _fill(memory, "maya", 30, start=1000)
         gone = memory.list(user_id="maya", limit=1)[0]
         memory.delete(gone.id, user_id="maya")
@@ -134,24 +151,7 @@ def test_a_build_outdated_by_an_erasure_is_not_installed(tmp_path: Path, config:
     """``delete_all`` of the user while the build runs: the model it built is dropped, and nothing deleted is
     ever answered from it.
     """
-    path = tmp_path / "big.db"
-    with Memory(path, embedder="hash", config=config) as memory:
-        _fill(memory, "maya", 400)
-    with Memory(path, embedder="hash", config=config) as memory:
-        hot = memory._store._hot  # type: ignore[attr-defined]
-        read = threading.Event()
-        go_on = threading.Event()
-        real = hot._feed.snapshot_apart
-
-        def slow_snapshot(user_id: str, pause: object) -> object:
-            found = real(user_id, pause)
-            read.set()
-            go_on.wait(30)
-            return found
-
-        hot._feed.snapshot_apart = slow_snapshot
-        memory.search("sailing", user_id="maya")
-        assert read.wait(30)
+    with _stopped_after_snapshot(tmp_path, config) as (memory, hot, go_on):
         memory.delete_all(user_id="maya")
         go_on.set()
         assert memory.wait_for_index(30)

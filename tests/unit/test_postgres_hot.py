@@ -19,6 +19,7 @@ from memlane.store.hot import HotRow, HotScope
 from memlane.store.postgres import hot_feed
 from memlane.store.postgres.hot_feed import HotScopes
 from tests.pg_server import postgres_url
+from tests.unit.test_hot_build import _held_at_start
 from tests.unit.test_hot_scope import VOCAB, _answers, _rounded
 
 CONFIG = Config(embedder="hash", infer=False)
@@ -258,14 +259,7 @@ def test_a_large_scope_model_is_built_in_the_background(url: str, monkeypatch: p
         m.add([_text(rng) for _ in range(400)], user_id=user, session_id="s")
     with Memory(url, embedder=HashEmbedder(), config=CONFIG) as m:
         hot = m._store._hot  # type: ignore[attr-defined]
-        gate = threading.Event()
-        real = hot._build_apart
-
-        def held_build(user_id: str, epoch: int) -> None:
-            gate.wait(30)
-            real(user_id, epoch)
-
-        hot._build_apart = held_build
+        gate = _held_at_start(hot)
         cold = [h.memory.id for h in m.search("w1 tomato", user_id=user, top_k=10)]
         with hot.using(user) as model:
             assert model is None
