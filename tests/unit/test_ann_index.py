@@ -312,3 +312,36 @@ def test_a_saved_graph_keeps_no_bytes_of_a_removed_vector(tmp_path: Path, backgr
     meta = index.save()
     assert meta is not None and gone not in (tmp_path / meta.data_file).read_bytes()
     assert 7 not in index and len(index) == n - 1 and not index.needs_save
+
+
+def test_removing_a_folder_another_process_removed_meanwhile(tmp_path: Path) -> None:
+    """Two stores opened at once sweep the same dead folder: the second to get its lock finds it gone (the first
+    removed the lock file and the folder) and returns quietly. It raised FileNotFoundError, which failed the open.
+    """
+    import threading
+
+    from memlane.store.ann.files import folder_lock, remove_folder
+
+    folder = tmp_path / "user-folder"
+    folder.mkdir()
+    (folder / "graph.usearch").write_bytes(b"x" * 64)
+    done: list[BaseException | None] = []
+
+    def second() -> None:
+        try:
+            remove_folder(folder)
+            done.append(None)
+        except BaseException as exc:  # reported to the test thread
+            done.append(exc)
+
+    with folder_lock(folder, exclusive=True):  # the first remover, holding the lock while the second arrives
+        thread = threading.Thread(target=second)
+        thread.start()
+        thread.join(0.3)
+        assert thread.is_alive()  # waiting for the lock
+        (folder / "graph.usearch").unlink()
+        (folder / LOCK).unlink()
+        folder.rmdir()
+    thread.join(10)
+    assert done == [None]
+    assert not folder.exists()

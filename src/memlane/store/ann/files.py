@@ -51,14 +51,17 @@ def remove_folder(folder: Path) -> None:
     """Delete an index folder and every vector it holds (under the exclusive lock, so no save races it)."""
     if not folder.exists():
         return
-    with folder_lock(folder, exclusive=True):
-        for entry in folder.iterdir():
-            if entry.name != LOCK:
-                with contextlib.suppress(OSError):
-                    if entry.is_dir():
-                        shutil.rmtree(entry)
-                    else:
-                        entry.unlink()
+    try:
+        with folder_lock(folder, exclusive=True):
+            for entry in list(folder.iterdir()):
+                if entry.name != LOCK:
+                    with contextlib.suppress(OSError):
+                        if entry.is_dir():
+                            shutil.rmtree(entry)
+                        else:
+                            entry.unlink()
+    except FileNotFoundError:  # another process removed it while this one waited for the lock (two opens sweeping)
+        return
     with contextlib.suppress(OSError):
         (folder / LOCK).unlink()
         folder.rmdir()
