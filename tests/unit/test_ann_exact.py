@@ -101,9 +101,14 @@ def test_the_preselection_reads_a_few_percent_of_the_rows() -> None:
 
 @settings(max_examples=40, deadline=None)
 @example(steps=[("add", 0, 1), ("add", 0, 1), ("replace", 55, 1), ("add", 203, 1), ("search", 240, 1)])  # equal vectors
+@example(steps=[("bulk", 1, 1), ("search", 7, 3), ("bulk", 2, 1), ("code", 0, 1), ("search", 7, 3), ("add", 3, 1)])
 @given(
     steps=st.lists(
-        st.tuples(st.sampled_from(["add", "replace", "remove", "search"]), st.integers(0, 10_000), st.integers(1, 12)),
+        st.tuples(
+            st.sampled_from(["add", "replace", "remove", "search", "bulk", "code"]),
+            st.integers(0, 10_000),
+            st.integers(1, 12),
+        ),
         min_size=1,
         max_size=25,
     )
@@ -119,10 +124,12 @@ def test_the_int8_copy_follows_every_write(steps: list[tuple[str, int, int]]) ->
         index = ExactVectors(DIM)
         for op, seed, k in steps:
             r = np.random.default_rng(seed)
-            if op in ("add", "replace"):
+            if op in ("add", "replace", "bulk"):
                 chosen = r.choice(200, size=40, replace=False).astype(np.int64)
                 rows = (chosen + (100 if op == "replace" else 0)) % 300
-                index.add(chosen, pool[rows])
+                index.add(chosen, pool[rows], code=op != "bulk")  # a bulk load codes nothing until "code"
+            elif op == "code":
+                index.code_all()
             elif op == "remove":
                 index.remove(r.choice(200, size=15, replace=False).astype(np.int64))
             elif 0 < k < len(index) // 4:  # the int8 path (the others are the plain float32 product)
@@ -131,6 +138,8 @@ def test_the_int8_copy_follows_every_write(steps: list[tuple[str, int, int]]) ->
                 want_keys, want_scores = _float32_top(index, q, k)
                 assert got_keys.tolist() == want_keys
                 np.testing.assert_allclose(got_scores, want_scores, rtol=0, atol=1e-6)
+                if index._uncoded:  # searched in float32 alone until code_all
+                    continue
                 n = len(index)
                 centred = (index.matrix - index._centre).astype(np.float64)
                 decoded = index._codes[:n] * index._scale[:n, None]
@@ -138,3 +147,36 @@ def test_the_int8_copy_follows_every_write(steps: list[tuple[str, int, int]]) ->
                 np.testing.assert_allclose(index._coded[:n], np.linalg.norm(decoded, axis=1), atol=1e-12)
     finally:
         exact_mod.CODED_FROM = original
+
+
+def test_a_bulk_load_codes_each_row_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rebuild adds batches inside ``VectorIndex.deferred()``: the int8 copy is coded once at its end (adding
+    batch by batch coded the rows of each batch and again at every doubling), and searches give the same results.
+    """
+    from memlane.store.ann import IndexSettings, VectorIndex
+
+    rng = np.random.default_rng(9)
+    vecs = _anisotropic(rng, 20_000)
+    coded: list[int] = []
+    real = ExactVectors._encode_block
+
+    def counted(self: ExactVectors, rows: object) -> None:
+        coded.append(len(self._buf[rows]))  # type: ignore[index]
+        real(self, rows)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ExactVectors, "_encode_block", counted)
+    bulk = VectorIndex(DIM, "test", IndexSettings(exact_below=50_000))
+    with bulk.deferred():
+        for lo in range(0, 20_000, 5_000):
+            bulk.add(np.arange(lo, lo + 5_000, dtype=np.int64), vecs[lo : lo + 5_000])
+            assert sum(coded) == 0
+    assert sum(coded) == 20_000
+    coded.clear()
+    one_by_one = VectorIndex(DIM, "test", IndexSettings(exact_below=50_000))
+    for lo in range(0, 20_000, 5_000):
+        one_by_one.add(np.arange(lo, lo + 5_000, dtype=np.int64), vecs[lo : lo + 5_000])
+    assert sum(coded) > 20_000  # 5k, 10k (re-centred), 15k, 20k (re-centred): 45k rows
+    for i in range(0, 20_000, 997):
+        assert [(h.key, h.score) for h in bulk.search(vecs[i], 10)] == [
+            (h.key, h.score) for h in one_by_one.search(vecs[i], 10)
+        ]

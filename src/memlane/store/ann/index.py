@@ -127,7 +127,7 @@ class VectorIndex:
                 self._hnsw.add(k, v)
             else:
                 assert self._exact is not None
-                self._exact.add(k, v)
+                self._exact.add(k, v, code=not self._deferred)
             build = self._build
             if build is not None and not build.done:  # (a failed build is not tried again until reopened)
                 build.queued.append((k.copy(), v.copy()))
@@ -138,7 +138,8 @@ class VectorIndex:
     @contextlib.contextmanager
     def deferred(self) -> Iterator[None]:
         """A bulk load (a rebuild, a replayed log): the switch to the graph waits for its end (one build over all of
-        it, not one over the first ``exact_below`` vectors with a queued copy of the rest).
+        it, not one over the first ``exact_below`` vectors with a queued copy of the rest), and so does the coding
+        of the exact vectors' int8 copy (searches meanwhile read the float32 matrix).
         """
         with self._lock:
             self._deferred += 1
@@ -147,6 +148,8 @@ class VectorIndex:
         finally:
             with self._lock:
                 self._deferred -= 1
+                if not self._deferred and self._exact is not None:
+                    self._exact.code_all()  # the int8 copy, coded once for the whole load
                 if not self._deferred and self._build is None:
                     self._maybe_promote()
 
