@@ -54,6 +54,7 @@ def test_quick_memlane_bench_writes_a_sensible_report(tmp_path: Path) -> None:
     assert [(p["size"], p["users"]) for p in scale["points"]] == [(1000, 1), (1000, 100)]
     assert all(p["ingest_items_per_s"] > 0 and p["search_p50_ms"] > 0 and p["disk_bytes"] > 0 for p in scale["points"])
     assert all(p["first_search_ms"] > 0 for p in scale["points"])  # the index build or load, timed apart
+    assert all(p["reopen_search_ms"] > 0 for p in scale["points"])  # and after the store is opened again
 
     md = (tmp_path / "benchmarks.md").read_text()
     assert "## Retrieval quality on LoCoMo" in md and "## Scale" in md
