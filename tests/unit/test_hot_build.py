@@ -219,3 +219,32 @@ def test_a_build_waits_for_running_searches(
         assert ("step", "step") not in list(itertools.pairwise(events))  # a look between any two steps
         with hot.using("maya") as model:
             assert model is not None and len(model) == 400
+
+
+def test_a_model_behind_a_pruned_log_is_replaced_by_its_background_rebuild(
+    tmp_path: Path, config: Config, background: None
+) -> None:
+    """A large scope's model that can no longer replay (the log was pruned past its mark) is rebuilt in the
+    background, and the rebuilt model is installed in its place: the outdated one is not kept meanwhile.
+    """
+    path = tmp_path / "big.db"
+    with Memory(path, embedder="hash", config=config) as memory:
+        _fill(memory, "maya", 400)
+    with Memory(path, embedder="hash", config=config) as memory:
+        hot = memory._store._hot  # type: ignore[attr-defined]
+        memory.search("sailing", user_id="maya")
+        assert memory.wait_for_index(30)
+        with hot.using("maya") as old:
+            assert old is not None
+        _fill(memory, "maya", 20, start=1000)
+        real = hot._feed.changes
+        hot._feed.changes = lambda user_id, since: None  # as when the log no longer reaches the model's mark
+        with hot.using("maya") as model:
+            assert model is None  # rebuilding: the tables answer
+        hot._feed.changes = real
+        assert memory.wait_for_index(30)
+        with hot.using("maya") as model:
+            assert model is not None and model is not old
+            assert _rows(model) == _rows(HotScopes(memory._store._db)._build("maya"))  # type: ignore[attr-defined]
+            assert len(model) == 420
+        assert not hot._building

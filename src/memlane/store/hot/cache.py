@@ -162,6 +162,8 @@ class HotScopes:
                     else:
                         held = None
             if held is None:
+                self._open.pop(user_id, None)  # an outdated model goes now: a background build installs only
+                self._synced.pop(user_id, None)  # where none is held
                 if self._in_background(user_id):
                     return None
                 held = self._build(user_id)
@@ -198,7 +200,7 @@ class HotScopes:
                     self._turns.notify_all()
 
     def _yield(self) -> None:
-        """Between two steps of a background build (each about ``STEP`` seconds of work): wait while a search runs.
+        """Between two steps of a background build (``STEP_ROWS`` rows each): wait while a search runs.
 
         Python threads share one interpreter lock, and a search on the tables gives it up at every row SQLite
         steps through: with a build running alongside, each of those waits out the build's switch interval, which
