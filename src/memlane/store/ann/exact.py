@@ -117,11 +117,11 @@ class ExactVectors:
         self._coded[rows] = np.linalg.norm(decoded, axis=1)
         self._residual[rows] = np.linalg.norm(centred - decoded, axis=1)
 
-    def _recentre(self) -> bool:
-        """Set the centre to the mean row and code every row again (when the rows held have doubled: O(1) a row);
-        whether it did.
+    def _recentre(self, *, due: bool = False) -> bool:
+        """Set the centre to the mean row and code every row again (when the rows held have doubled: O(1) a row,
+        or when ``due``; never below ``CODED_FROM`` rows); whether it did.
         """
-        if self._n >= CODED_FROM and self._n >= 2 * self._centred_at:
+        if self._n >= CODED_FROM and (due or self._n >= 2 * self._centred_at):
             self._centre = self.matrix.mean(axis=0, dtype=np.float64).astype(np.float32)
             self._encode(slice(0, self._n))
             self._centred_at = self._n
@@ -165,11 +165,9 @@ class ExactVectors:
         """After adds with ``code=False``: centre on the mean row (from ``CODED_FROM`` rows) and code every row."""
         if not self._uncoded:
             return
-        if self._n >= CODED_FROM:
-            self._centre = self.matrix.mean(axis=0, dtype=np.float64).astype(np.float32)
-            self._centred_at = self._n
-        self._encode(slice(0, self._n))
         self._uncoded = False
+        if not self._recentre(due=True):
+            self._encode(slice(0, self._n))
 
     def remove(self, keys: I64) -> int:
         """Remove the keys held (others are ignored); how many were removed."""
