@@ -19,6 +19,7 @@ nothing new to copy.
 from __future__ import annotations
 
 import logging
+import math
 import sqlite3
 import threading
 import time
@@ -48,7 +49,7 @@ class Checkpointer:
         self._conn.execute("PRAGMA busy_timeout = 10000")
         self._wake = threading.Event()
         self._stopping = False
-        self._last_wake = 0.0
+        self._last_wake = -math.inf  # (monotonic time starts near 0 at boot: a 0.0 here held off the first wake)
         self._thread = threading.Thread(target=self._run, name=f"memlane-checkpoint:{path}", daemon=True)
         self._thread.start()
 
