@@ -84,3 +84,23 @@ def test_committed_docs_match_the_committed_results(tmp_path: Path) -> None:
         pytest.skip("no committed benchmark results")
     fresh = write_report(results, tmp_path / "benchmarks.md", tmp_path / "img", plots=False)[0]
     assert fresh.read_text() == committed.read_text(), "docs/benchmarks.md is stale: run `memlane bench report`"
+
+
+def test_bench_ann_measures_the_stores_own_graph() -> None:
+    """``bench ann``'s ``memlane-*`` candidates are the store's ``HnswVectors`` (a bf16 graph rescored in float32)."""
+    import numpy as np
+
+    from memlane.bench.ann import candidates, exact_top
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(1_200, 32)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    names = [c[0] for c in candidates(1_200, ["memlane-"])]
+    assert names == ["memlane-f32", "memlane-f16", "memlane-bf16"]
+    builder = candidates(1_200, ["memlane-bf16"])[0][2]
+    built = builder(x[:1_100], x[1_100:])
+    assert built.note == "count=50, rescored in float32" and built.file_mb > 0
+    found = [built.search(q, 10) for q in x[:20]]
+    truth = [exact_top(x, q, 10).tolist() for q in x[:20]]
+    assert np.mean([len(set(f) & set(t)) / 10 for f, t in zip(found, truth, strict=True)]) >= 0.95
+    assert built.filtered is not None and built.filtered(x[0], 3, np.arange(10, 60, dtype=np.int64))[0] in range(10, 60)

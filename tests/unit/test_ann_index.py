@@ -13,6 +13,7 @@ import pytest
 from memlane.errors import ValidationError
 from memlane.store.ann import Batch, Change, IndexSettings, VectorIndex, apply_changes, open_index
 from memlane.store.ann.files import LOCK, META
+from tests.vector_bytes import holds_any
 
 DIM = 24
 
@@ -219,11 +220,31 @@ def test_save_and_load_round_trip(tmp_path: Path, n: int) -> None:
     assert loaded is not None, why
     assert loaded.applied_seq == 41 and len(loaded) == n and loaded.kind == index.kind
     assert [h.key for h in loaded.search(x[5], 5)] == [h.key for h in index.search(x[5], 5)]
+    assert [h.score for h in loaded.search(x[5], 5)] == [h.score for h in index.search(x[5], 5)]  # float32 rows
     index.remove([1], seq=42)
     index.save()
+    recorded = json.loads((tmp_path / META).read_text())
+    assert (recorded["rows_file"] is not None) == (index.kind == "hnsw")  # a bf16 graph's float32 rows beside it
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [META, LOCK, json.loads((tmp_path / META).read_text())["data_file"]]
+        [META, LOCK, recorded["data_file"], *([recorded["rows_file"]] if recorded["rows_file"] else [])]
     )
+
+
+def test_a_compact_graph_without_its_float32_rows_or_of_another_type_is_not_loaded(tmp_path: Path) -> None:
+    x = unit_rows(600)
+    index = VectorIndex(DIM, "model-a", SMALL, folder=tmp_path)
+    index.add(range(600), x)
+    index.wait_built()
+    meta = index.save()
+    assert meta is not None and meta.kind == "hnsw" and meta.rows_file is not None
+    f32 = SMALL.model_copy(update={"graph_dtype": "f32"})
+    loaded, why = VectorIndex.load(tmp_path, DIM, "model-a", f32)
+    assert loaded is None and "bf16" in why  # rebuilt from the database with the settings' type
+    rows = tmp_path / meta.rows_file
+    rows.write_bytes(rows.read_bytes()[:-10])  # torn
+    assert VectorIndex.load(tmp_path, DIM, "model-a", SMALL)[0] is None
+    rows.unlink()
+    assert VectorIndex.load(tmp_path, DIM, "model-a", SMALL)[0] is None
 
 
 def test_load_refuses_another_model_a_torn_file_or_no_commit(tmp_path: Path) -> None:
@@ -301,16 +322,19 @@ def test_a_saved_graph_keeps_no_bytes_of_a_removed_vector(tmp_path: Path, backgr
     index.add(range(n), x)
     index.wait_built()  # the graph is built in the background
     assert index.kind == "hnsw"
-    gone = x[7].astype(np.float32).tobytes()
+    gone = x[7]
     meta = index.save()
-    assert meta is not None and gone in (tmp_path / meta.data_file).read_bytes()
+    assert meta is not None and meta.rows_file is not None
+    assert holds_any((tmp_path / meta.data_file).read_bytes(), gone)  # in the graph's own type (bf16)
+    assert gone.astype(np.float32).tobytes() in (tmp_path / meta.rows_file).read_bytes()  # and in float32
     index.remove([7])
     if background:
         assert index.save() is None and index.building  # compacting; the old file is left as it is
         assert index.wait_built(30) and index.needs_save
         assert 7 not in index and index.search(x[7], 1)[0].key != 7
     meta = index.save()
-    assert meta is not None and gone not in (tmp_path / meta.data_file).read_bytes()
+    assert meta is not None
+    assert not holds_any(b"".join(f.read_bytes() for f in tmp_path.iterdir() if f.is_file()), gone)
     assert 7 not in index and len(index) == n - 1 and not index.needs_save
 
 

@@ -135,7 +135,7 @@ def _file_cost(save: Callable[[str], None], load: Callable[[str], object]) -> tu
     with tempfile.TemporaryDirectory(prefix="memlane-ann-") as tmp:
         path = os.path.join(tmp, "index.bin")
         save(path)
-        size = os.path.getsize(path) / 2**20
+        size = sum(os.path.getsize(os.path.join(tmp, f)) for f in os.listdir(tmp)) / 2**20  # with any file beside
         t0 = time.perf_counter()
         load(path)
         return size, (time.perf_counter() - t0) * 1000
@@ -204,6 +204,57 @@ def build_usearch(x: F32, extra: F32, m: int, ef_c: int, dtype: str) -> Built:
 
     fsize, load = _file_cost(lambda p: index.save(p), lambda p: Index.restore(p))
     return Built(search, set_ef, filtered, build, one_add, one_remove, index.memory_usage / 2**20, fsize, load)
+
+
+#: How many candidates the store's graph is asked for per search: the default preset's dense nominations.
+STORE_COUNT = 50
+
+
+def build_store_graph(x: F32, extra: F32, m: int, ef_c: int, dtype: str) -> Built:
+    """The store's own graph (``HnswVectors``: a graph of ``dtype`` rescored from its float32 rows, unless f32),
+    searched as the store searches it: ``STORE_COUNT`` candidates, of which the first 10 are scored for recall.
+    """
+    from memlane.store.ann.hnsw import HnswVectors
+    from memlane.store.ann.types import IndexSettings
+
+    n = x.shape[0]
+    settings = IndexSettings(connectivity=m, expansion_add=ef_c, graph_dtype=dtype)
+    t0 = time.perf_counter()
+    graph = HnswVectors.build(x.shape[1], settings, np.arange(n, dtype=np.int64), x)
+    build = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for i, v in enumerate(extra):
+        graph.add(np.array([n + i], dtype=np.int64), v[None, :])
+    one_add = (time.perf_counter() - t0) * 1000 / max(1, len(extra))
+    t0 = time.perf_counter()
+    for i in range(len(extra)):
+        graph.remove(np.array([n + i], dtype=np.int64))
+    one_remove = (time.perf_counter() - t0) * 1000 / max(1, len(extra))
+    graph.add(np.arange(n, n + len(extra), dtype=np.int64), extra)  # back, for the same recall set
+
+    def search(q: F32, k: int) -> list[int]:
+        return [int(v) for v in graph.search(q, max(k, STORE_COUNT))[0][:k]]
+
+    def set_ef(ef: int) -> None:
+        graph.settings = graph.settings.model_copy(update={"expansion_search": ef})
+        graph._index.expansion_search = ef
+
+    def filtered(q: F32, k: int, allowed: I64) -> list[int]:
+        present, vecs = graph.vectors_of(allowed)
+        return [int(v) for v in present[exact_top(vecs, q, k)]]
+
+    def save(p: str) -> None:
+        graph.save(Path(p))
+
+    def load(p: str) -> None:
+        rows = HnswVectors.rows_path(Path(p))
+        HnswVectors.load(Path(p), x.shape[1], settings, rows if rows.exists() else None)
+
+    fsize, load_ms = _file_cost(save, load)
+    rows_mb = 0.0 if dtype == "f32" else (n + len(extra)) * x.shape[1] * 4 / 2**20  # the float32 rows beside
+    memory = graph._index.memory_usage / 2**20 + rows_mb
+    note = f"count={STORE_COUNT}" + (", rescored in float32" if dtype != "f32" else "")
+    return Built(search, set_ef, filtered, build, one_add, one_remove, memory, fsize, load_ms, note)
 
 
 def build_hnswlib(x: F32, extra: F32, m: int, ef_c: int) -> Built:
@@ -322,6 +373,10 @@ def candidates(
         for dt in ("f32", "f16", "i8"):
             out.append(
                 (f"usearch-{dt}", f"M={m} ef_c={ef_c}", lambda x, e, d=dt: build_usearch(x, e, m, ef_c, d))  # type: ignore[misc]
+            )
+        for dt in ("f32", "f16", "bf16"):
+            out.append(
+                (f"memlane-{dt}", f"M={m} ef_c={ef_c}", lambda x, e, d=dt: build_store_graph(x, e, m, ef_c, d))  # type: ignore[misc]
             )
     if _installed("hnswlib") and size <= 100_000:
         out.append(("hnswlib", f"M={m} ef_c={ef_c}", lambda x, e: build_hnswlib(x, e, m, ef_c)))

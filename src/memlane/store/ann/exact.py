@@ -46,23 +46,29 @@ def top_positions(scores: F32, k: int, keys: I64) -> I64:
 
 
 class ExactVectors:
-    """A key → row map over a growable float32 matrix, with the int8 copy that pre-selects."""
+    """A key → row map over a growable float32 matrix, with the int8 copy that pre-selects.
 
-    def __init__(self, dim: int, keys: I64 | None = None, vectors: F32 | None = None) -> None:
+    ``coded=False`` keeps no int8 copy at all (the float32 rows a compact HNSW graph is rescored from, never
+    searched whole): every search is the plain float32 product.
+    """
+
+    def __init__(self, dim: int, keys: I64 | None = None, vectors: F32 | None = None, *, coded: bool = True) -> None:
         n = 0 if keys is None else len(keys)
         cap = max(n, 64)
+        coded_cap = cap if coded else 0
         self.dim = dim
+        self.coded = coded
         self._buf = np.empty((cap, dim), dtype=np.float32)
         self._keys = np.empty(cap, dtype=np.int64)
-        self._codes = np.empty((cap, dim), dtype=np.int8)  # round((row - centre) / scale)
-        self._scale = np.empty(cap, dtype=np.float64)
-        self._coded = np.empty(cap, dtype=np.float64)  # |scale x codes|
-        self._residual = np.empty(cap, dtype=np.float64)  # |row - centre - scale x codes|
+        self._codes = np.empty((coded_cap, dim), dtype=np.int8)  # round((row - centre) / scale)
+        self._scale = np.empty(coded_cap, dtype=np.float64)
+        self._coded = np.empty(coded_cap, dtype=np.float64)  # |scale x codes|
+        self._residual = np.empty(coded_cap, dtype=np.float64)  # |row - centre - scale x codes|
         self._centre = np.zeros(dim, dtype=np.float32)
         self._centred_at = 0  # rows held when the centre was last set (it is set again each time they double)
         self._norm = 0.0  # at least the largest row norm ever held (removals never lower it: the bound stays safe)
         self._n = 0
-        self._uncoded = False  # rows were added with ``code=False`` and ``code_all`` has not run since
+        self._uncoded = not coded  # rows were added with ``code=False`` and ``code_all`` has not run since
         self._pos: dict[int, int] = {}
         if keys is not None and vectors is not None and n:
             self.add(keys, vectors)
@@ -92,8 +98,10 @@ class ExactVectors:
             new[:n] = old[:n]
             return new
 
-        self._buf, self._keys, self._codes = grown(self._buf), grown(self._keys), grown(self._codes)
-        self._scale, self._coded, self._residual = grown(self._scale), grown(self._coded), grown(self._residual)
+        self._buf, self._keys = grown(self._buf), grown(self._keys)
+        if self.coded:
+            self._codes, self._scale = grown(self._codes), grown(self._scale)
+            self._coded, self._residual = grown(self._coded), grown(self._residual)
 
     def _encode(self, rows: slice | I64) -> None:
         """Code the given rows of the float32 matrix against the current centre (in blocks: the float64 temporaries
@@ -134,7 +142,8 @@ class ExactVectors:
         ``code=False`` (a bulk load) leaves the int8 copy behind: searches read the float32 matrix alone until
         ``code_all`` codes every row once (a rebuild of 1M vectors in batches coded 2.3M rows as it went).
         """
-        if len(keys):
+        code = code and self.coded
+        if len(keys) and self.coded:
             self._norm = max(self._norm, float(np.linalg.norm(vectors, axis=1).max()))
         fresh_rows: list[int] = []
         replaced: list[int] = []
@@ -163,7 +172,7 @@ class ExactVectors:
 
     def code_all(self) -> None:
         """After adds with ``code=False``: centre on the mean row (from ``CODED_FROM`` rows) and code every row."""
-        if not self._uncoded:
+        if not self._uncoded or not self.coded:
             return
         self._uncoded = False
         if not self._recentre(due=True):
@@ -179,7 +188,8 @@ class ExactVectors:
             last = self._n - 1
             if at != last:
                 moved = int(self._keys[last])
-                for column in (self._buf, self._codes, self._scale, self._coded, self._residual):
+                coded = (self._codes, self._scale, self._coded, self._residual) if self.coded else ()
+                for column in (self._buf, *coded):
                     column[at] = column[last]
                 self._keys[at] = moved
                 self._pos[moved] = at

@@ -96,9 +96,9 @@ def read_meta(folder: Path) -> IndexMeta | None:
         meta = IndexMeta.model_validate_json((folder / META).read_bytes())
     except (OSError, PydanticValidationError, ValueError):
         return None
-    data = folder / meta.data_file
+    files = [(meta.data_file, meta.data_bytes)] + ([(meta.rows_file, meta.rows_bytes)] if meta.rows_file else [])
     try:
-        if data.stat().st_size != meta.data_bytes:
+        if any((folder / name).stat().st_size != size for name, size in files):
             return None
     except OSError:
         return None
@@ -111,13 +111,15 @@ def commit_meta(folder: Path, meta: IndexMeta) -> None:
     Call it under ``folder_lock(folder, exclusive=True)``.
     """
     fsync_file(folder / meta.data_file)
+    if meta.rows_file:
+        fsync_file(folder / meta.rows_file)
     tmp = folder / f".{META}.{uuid.uuid4().hex[:8]}.tmp"
     tmp.write_text(meta.model_dump_json(indent=1), encoding="utf-8")
     fsync_file(tmp)
     os.replace(tmp, folder / META)
     fsync_dir(folder)
     for stale in folder.iterdir():
-        if stale.name not in (META, LOCK, meta.data_file):
+        if stale.name not in (META, LOCK, meta.data_file, meta.rows_file):
             with contextlib.suppress(OSError):
                 stale.unlink()
 

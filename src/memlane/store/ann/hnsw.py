@@ -1,18 +1,28 @@
 """``HnswVectors``: a usearch HNSW graph over inner product, with upserts, removals, lookups and files.
 
 usearch was chosen by measurement (``docs/ann.md``): a prebuilt wheel, one file per index, true removal, recall
-≥ 0.98 at 1M on memlane's vectors with single-query latency well under a millisecond. It stores the float32 vectors
-itself, so exact rescoring and filtered exact search read them back from it. Not thread-safe on its own.
+≥ 0.98 at 1M on memlane's vectors with single-query latency well under a millisecond. Not thread-safe on its own.
+
+A graph search is a walk of random reads, one vector per step: with the vectors in bf16 (``graph_dtype``, the
+default) each step reads half the bytes, and at 100k the walk took 1.6 ms instead of 3.8 (``docs/ann.md``). Those
+scores are rounded to 8 bits of mantissa, too coarse to rank memlane's crowded scores by, so the float32 rows are
+kept beside the graph (``ExactVectors`` without its int8 copy): the graph is asked for ``graph_oversample`` times the
+candidates wanted, they are rescored in float32 and the best are returned, with exact scores, as a float32 graph
+returns them; lookups (``vectors_of``) read the float32 rows too. A float32 graph (``graph_dtype="f32"``) keeps no
+copy and reads its vectors back from the graph.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from memlane.errors import StoreError
+from memlane.store.ann.exact import ExactVectors
+from memlane.store.ann.files import load_exact, save_exact
 from memlane.store.ann.types import F32, I64, IndexSettings
 
 #: Batches at least this large are inserted on every core; smaller ones on the calling thread.
@@ -30,19 +40,23 @@ def _usearch() -> Any:
 class HnswVectors:
     """An HNSW graph keyed by the owner's integer keys (stored as unsigned 64-bit)."""
 
-    def __init__(self, dim: int, settings: IndexSettings, *, index: Any = None) -> None:
+    def __init__(
+        self, dim: int, settings: IndexSettings, *, index: Any = None, rows: ExactVectors | None = None
+    ) -> None:
         self.dim = dim
         self.settings = settings
         if index is None:
             index = _usearch().Index(
                 ndim=dim,
                 metric="ip",
-                dtype="f32",
+                dtype=settings.graph_dtype,
                 connectivity=settings.connectivity,
                 expansion_add=settings.expansion_add,
                 expansion_search=settings.expansion_search,
             )
         self._index = index
+        #: The float32 rows a compact graph is rescored from (``None``: a float32 graph, which holds them itself).
+        self._rows = None if settings.graph_dtype == "f32" else (rows or ExactVectors(dim, coded=False))
         #: Vectors removed or replaced since this graph was built: usearch keeps their bytes in its slots (and in a
         #: saved file) until the graph is rebuilt, so erasure needs ``compacted()`` before a save.
         self.tombstones = 0
@@ -68,7 +82,10 @@ class HnswVectors:
             self.tombstones += int(held.sum())
         if threads is None:
             threads = 0 if len(keys) >= PARALLEL_ADD else 1
-        self._index.add(ukeys, np.ascontiguousarray(vectors, dtype=np.float32), threads=threads)
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        self._index.add(ukeys, vectors, threads=threads)
+        if self._rows is not None:
+            self._rows.add(keys, vectors, code=False)
 
     def remove(self, keys: I64) -> int:
         """Remove the keys held (others are ignored); how many were removed."""
@@ -79,6 +96,8 @@ class HnswVectors:
         if not held.any():
             return 0
         self._index.remove(ukeys[held])
+        if self._rows is not None:
+            self._rows.remove(keys[held])
         self.tombstones += int(held.sum())
         return int(held.sum())
 
@@ -95,6 +114,9 @@ class HnswVectors:
         """Up to ``count`` approximate nearest keys and their inner products, best first."""
         if count <= 0 or not len(self):
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        wanted = count
+        if self._rows is not None:
+            count = min(len(self), math.ceil(count * self.settings.graph_oversample))
         ef = self.settings.expansion_search
         if count > ef:
             self._index.expansion_search = count
@@ -104,6 +126,8 @@ class HnswVectors:
             if count > ef:
                 self._index.expansion_search = ef
         keys = np.asarray(found.keys, dtype=np.int64)
+        if self._rows is not None:  # rescored in float32: the graph's own scores are bf16 or f16 products
+            return self._rows.search_rows(query, self._rows.positions(keys), wanted)
         scores = (1.0 - np.asarray(found.distances, dtype=np.float32)).astype(np.float32)
         return keys, scores
 
@@ -111,6 +135,9 @@ class HnswVectors:
         """The keys held among ``keys`` and their stored vectors, one row each."""
         if not len(keys):
             return keys, np.empty((0, self.dim), dtype=np.float32)
+        if self._rows is not None:
+            rows = self._rows.positions(keys)
+            return self._rows.keys[rows], self._rows.matrix[rows]
         ukeys = keys.astype(np.uint64)
         held = np.asarray(self._index.contains(ukeys), dtype=bool).reshape(-1)
         present = keys[held]
@@ -119,21 +146,45 @@ class HnswVectors:
         got = self._index.get(present.astype(np.uint64), dtype=np.float32)
         return present, np.asarray(got, dtype=np.float32).reshape(len(present), self.dim)
 
-    def save(self, path: Path) -> None:
+    @staticmethod
+    def rows_path(path: Path) -> Path:
+        """Where ``save(path)`` writes the float32 rows of a compact graph."""
+        return path.with_name(f"{path.stem}.rows.npz")
+
+    def save(self, path: Path) -> Path | None:
+        """Write the graph to ``path`` and, for a compact graph, its float32 rows to ``rows_path(path)`` (returned)."""
         self._index.save(str(path))
+        if self._rows is None:
+            return None
+        rows = self.rows_path(path)
+        save_exact(rows, self._rows.keys, self._rows.matrix)
+        return rows
 
     @classmethod
-    def load(cls, path: Path, dim: int, settings: IndexSettings) -> HnswVectors:
-        """The graph saved at ``path`` (its own header must agree with ``dim``)."""
+    def load(cls, path: Path, dim: int, settings: IndexSettings, rows: Path | None = None) -> HnswVectors:
+        """The graph saved at ``path`` (its own header must agree with ``dim``, its vectors' type with ``settings``)
+        and, for a compact graph, its float32 rows saved at ``rows`` (the same keys).
+        """
         try:
             index = _usearch().Index.restore(str(path))
         except (RuntimeError, ValueError, OSError) as e:
             raise StoreError(f"cannot read the vector index {path}: {e}") from e
         if index is None or int(index.ndim) != dim:
             raise StoreError(f"the vector index {path} is not a {dim}-dimensional index")
+        saved = str(index.dtype).rsplit(".", 1)[-1].lower()
+        if saved != settings.graph_dtype:
+            raise StoreError(f"the vector index {path} holds {saved} vectors, not {settings.graph_dtype}")
+        copy = None
+        if settings.graph_dtype != "f32":
+            if rows is None:
+                raise StoreError(f"the vector index {path} has no file of float32 rows")
+            keys, vectors = load_exact(rows, dim)
+            if len(keys) != len(index) or not np.all(index.contains(keys.astype(np.uint64))):
+                raise StoreError(f"the float32 rows in {rows} are not those of the graph {path}")
+            copy = ExactVectors(dim, keys, vectors, coded=False)
         index.expansion_search = settings.expansion_search
         index.expansion_add = settings.expansion_add
-        return cls(dim, settings, index=index)
+        return cls(dim, settings, index=index, rows=copy)
 
     @classmethod
     def build(cls, dim: int, settings: IndexSettings, keys: I64, vectors: F32) -> HnswVectors:

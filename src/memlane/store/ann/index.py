@@ -346,9 +346,10 @@ class VectorIndex:
         with folder_lock(self.folder, exclusive=True):
             name = new_data_name(self.kind)
             data = self.folder / name
+            rows: Path | None = None
             try:
                 if self._hnsw is not None:
-                    self._hnsw.save(data)
+                    rows = self._hnsw.save(data)
                 else:
                     assert self._exact is not None
                     save_exact(data, self._exact.keys, self._exact.matrix)
@@ -360,10 +361,14 @@ class VectorIndex:
                     kind="hnsw" if self._hnsw is not None else "exact",
                     data_file=name,
                     data_bytes=data.stat().st_size,
+                    rows_file=rows.name if rows is not None else None,
+                    rows_bytes=rows.stat().st_size if rows is not None else 0,
                 )
                 commit_meta(self.folder, meta)
             except OSError as e:
                 data.unlink(missing_ok=True)
+                if rows is not None:
+                    rows.unlink(missing_ok=True)
                 raise StoreError(f"cannot save the vector index in {self.folder}: {e}") from e
             self._saved = self._applied
             self._file_behind = False
@@ -393,7 +398,8 @@ class VectorIndex:
         out = cls(dim, identity, settings, folder=folder)
         try:
             if meta.kind == "hnsw":
-                out._hnsw = HnswVectors.load(folder / meta.data_file, dim, out.settings)
+                rows = folder / meta.rows_file if meta.rows_file else None
+                out._hnsw = HnswVectors.load(folder / meta.data_file, dim, out.settings, rows)
                 out._exact = None
             else:
                 keys, vectors = load_exact(folder / meta.data_file, dim)
