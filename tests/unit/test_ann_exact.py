@@ -190,3 +190,16 @@ def test_a_bulk_load_codes_each_row_once(monkeypatch: pytest.MonkeyPatch) -> Non
         assert [(h.key, h.score) for h in bulk.search(vecs[i], 10)] == [
             (h.key, h.score) for h in one_by_one.search(vecs[i], 10)
         ]
+
+
+def test_adopted_arrays_are_used_in_place_and_others_copied() -> None:
+    rng = np.random.default_rng(11)
+    vecs = _anisotropic(rng, 5_000)
+    keys = np.arange(5_000, dtype=np.int64)
+    adopted = ExactVectors(DIM, keys, vecs, coded=False, adopt=True)
+    assert np.shares_memory(adopted.matrix, vecs) and not np.shares_memory(ExactVectors(DIM, keys, vecs).matrix, vecs)
+    frozen = vecs.copy()
+    frozen.flags.writeable = False
+    assert not np.shares_memory(ExactVectors(DIM, keys, frozen, adopt=True).matrix, frozen)  # a read-only one: copied
+    adopted.add(np.array([9_999], dtype=np.int64), vecs[:1])  # grows into a buffer of its own
+    assert len(adopted) == 5_001 and adopted.search(vecs[0], 2)[0].tolist() == [0, 9_999]

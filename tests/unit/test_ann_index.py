@@ -369,3 +369,21 @@ def test_removing_a_folder_another_process_removed_meanwhile(tmp_path: Path) -> 
     thread.join(10)
     assert done == [None]
     assert not folder.exists()
+
+
+def test_the_beam_widens_as_the_graph_grows(monkeypatch: pytest.MonkeyPatch) -> None:
+    import math
+
+    import memlane.store.ann.hnsw as hnsw_mod
+    from memlane.store.ann.hnsw import HnswVectors
+
+    monkeypatch.setattr(hnsw_mod, "GROWS_FROM", 100)
+    x = unit_rows(1_000)
+    graph = HnswVectors.build(DIM, SMALL, np.arange(100, dtype=np.int64), x[:100])
+    assert graph.beam() == SMALL.expansion_search  # up to GROWS_FROM vectors: as set
+    graph.add(np.arange(100, 1_000, dtype=np.int64), x[100:])
+    assert graph.beam() == math.ceil(SMALL.expansion_search * 10**SMALL.expansion_growth)  # ten times as many
+    graph.search(x[0], 10)
+    assert graph._index.expansion_search == graph.beam()  # the search ran with it
+    fixed = HnswVectors.build(DIM, SMALL.model_copy(update={"expansion_growth": 0.0}), graph.keys(), x)
+    assert fixed.beam() == SMALL.expansion_search

@@ -236,8 +236,7 @@ def build_store_graph(x: F32, extra: F32, m: int, ef_c: int, dtype: str) -> Buil
         return [int(v) for v in graph.search(q, max(k, STORE_COUNT))[0][:k]]
 
     def set_ef(ef: int) -> None:
-        graph.settings = graph.settings.model_copy(update={"expansion_search": ef})
-        graph._index.expansion_search = ef
+        graph.settings = graph.settings.model_copy(update={"expansion_search": ef, "expansion_growth": 0.0})
 
     def filtered(q: F32, k: int, allowed: I64) -> list[int]:
         present, vecs = graph.vectors_of(allowed)

@@ -49,10 +49,19 @@ class ExactVectors:
     """A key → row map over a growable float32 matrix, with the int8 copy that pre-selects.
 
     ``coded=False`` keeps no int8 copy at all (the float32 rows a compact HNSW graph is rescored from, never
-    searched whole): every search is the plain float32 product.
+    searched whole): every search is the plain float32 product. ``adopt=True`` takes the given arrays as its own
+    buffers, not copying them (arrays just read from a file, which nobody else holds).
     """
 
-    def __init__(self, dim: int, keys: I64 | None = None, vectors: F32 | None = None, *, coded: bool = True) -> None:
+    def __init__(
+        self,
+        dim: int,
+        keys: I64 | None = None,
+        vectors: F32 | None = None,
+        *,
+        coded: bool = True,
+        adopt: bool = False,
+    ) -> None:
         n = 0 if keys is None else len(keys)
         cap = max(n, 64)
         coded_cap = cap if coded else 0
@@ -60,6 +69,10 @@ class ExactVectors:
         self.coded = coded
         self._buf = np.empty((cap, dim), dtype=np.float32)
         self._keys = np.empty(cap, dtype=np.int64)
+        if adopt and keys is not None and vectors is not None and n:
+            owned = (vectors.dtype == np.float32, keys.dtype == np.int64, vectors.shape == (n, dim))
+            if all(owned) and vectors.flags.c_contiguous and vectors.flags.writeable and keys.flags.writeable:
+                self._buf, self._keys = vectors, keys  # (add copies each onto itself: no new pages)
         self._codes = np.empty((coded_cap, dim), dtype=np.int8)  # round((row - centre) / scale)
         self._scale = np.empty(coded_cap, dtype=np.float64)
         self._coded = np.empty(coded_cap, dtype=np.float64)  # |scale x codes|
@@ -145,9 +158,10 @@ class ExactVectors:
         code = code and self.coded
         if len(keys) and self.coded:
             self._norm = max(self._norm, float(np.linalg.norm(vectors, axis=1).max()))
+        first = not self._pos  # a first load (a rebuild, a file read): every key is new, nothing to look up
         fresh_rows: list[int] = []
         replaced: list[int] = []
-        for i, key in enumerate(keys.tolist()):
+        for i, key in enumerate(() if first else keys.tolist()):
             at = self._pos.get(key)
             if at is None:
                 fresh_rows.append(i)
@@ -157,15 +171,15 @@ class ExactVectors:
         self._uncoded = self._uncoded or not code
         if replaced and not self._uncoded:
             self._encode(np.asarray(replaced, dtype=np.int64))
-        if not fresh_rows:
+        fresh = np.arange(len(keys), dtype=np.int64) if first else np.asarray(fresh_rows, dtype=np.int64)
+        if not len(fresh):
             return
-        fresh = np.asarray(fresh_rows, dtype=np.int64)
         start = self._n
         self._grow(start + len(fresh))
-        self._buf[start : start + len(fresh)] = vectors[fresh]
-        self._keys[start : start + len(fresh)] = keys[fresh]
-        for j, key in enumerate(keys[fresh].tolist()):
-            self._pos[key] = start + j
+        new_vectors, new_keys = (vectors, keys) if first else (vectors[fresh], keys[fresh])  # (no copy of a whole load)
+        self._buf[start : start + len(fresh)] = new_vectors
+        self._keys[start : start + len(fresh)] = new_keys
+        self._pos.update(zip(new_keys.tolist(), range(start, start + len(fresh)), strict=True))
         self._n = start + len(fresh)
         if not self._uncoded and not self._recentre():  # (which codes every row, these too)
             self._encode(slice(start, self._n))

@@ -87,7 +87,7 @@ def fsync_file(path: Path) -> None:
 
 def new_data_name(kind: str) -> str:
     """A fresh data-file name for a generation (never reused, so a reader of the old one is never disturbed)."""
-    return f"{kind}-{uuid.uuid4().hex[:12]}.{'usearch' if kind == 'hnsw' else 'npz'}"
+    return f"{kind}-{uuid.uuid4().hex[:12]}.{'usearch' if kind == 'hnsw' else 'npy'}"
 
 
 def read_meta(folder: Path) -> IndexMeta | None:
@@ -125,18 +125,23 @@ def commit_meta(folder: Path, meta: IndexMeta) -> None:
 
 
 def save_exact(path: Path, keys: I64, vectors: F32) -> None:
-    """Keys and matrix as an uncompressed ``.npz``."""
+    """Keys, then matrix, as two ``.npy`` records one after the other in one file (read back at the speed of the
+    disk: an ``.npz`` member goes through zipfile's checksum, 0.38 s for 100k vectors against about 0.05).
+    """
     with open(path, "wb") as fh:
-        np.savez(fh, keys=keys, vectors=vectors)
+        np.save(fh, np.ascontiguousarray(keys, dtype=np.int64), allow_pickle=False)
+        np.save(fh, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
 
 
 def load_exact(path: Path, dim: int) -> tuple[I64, F32]:
     """Keys and matrix saved by ``save_exact``; a wrong shape or a torn file is a ``StoreError``."""
     try:
-        with np.load(path, allow_pickle=False) as data:
-            keys = np.asarray(data["keys"], dtype=np.int64)
-            vectors = np.asarray(data["vectors"], dtype=np.float32)
-    except (OSError, ValueError, KeyError, EOFError) as e:
+        with open(path, "rb") as fh:
+            keys = np.asarray(np.load(fh, allow_pickle=False), dtype=np.int64)
+            vectors = np.asarray(np.load(fh, allow_pickle=False), dtype=np.float32)
+            if fh.read(1):
+                raise ValueError("bytes after the matrix")
+    except (OSError, ValueError, EOFError) as e:
         raise StoreError(f"cannot read the vector index {path}: {e}") from e
     if vectors.ndim != 2 or vectors.shape != (len(keys), dim):
         raise StoreError(f"the vector index {path} holds {vectors.shape}, not ({len(keys)}, {dim})")

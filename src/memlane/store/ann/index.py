@@ -403,7 +403,7 @@ class VectorIndex:
                 out._exact = None
             else:
                 keys, vectors = load_exact(folder / meta.data_file, dim)
-                out._exact = ExactVectors(dim, keys, vectors)
+                out._exact = ExactVectors(dim, keys, vectors, adopt=True)
         except StoreError as e:
             return None, str(e)
         if out._size() != meta.count:
