@@ -4,7 +4,7 @@ usearch was chosen by measurement (``docs/ann.md``): a prebuilt wheel, one file 
 ≥ 0.98 at 1M on memlane's vectors with single-query latency well under a millisecond. Not thread-safe on its own.
 
 A graph search is a walk of random reads, one vector per step: with the vectors in bf16 (``graph_dtype``, the
-default) each step reads half the bytes, and at 100k the walk took 1.6 ms instead of 3.8 (``docs/ann.md``). Those
+default) each step reads half the bytes: at 100k a search took 1.5-1.9 ms instead of 2.7-2.9 (``docs/ann.md``). Those
 scores are rounded to 8 bits of mantissa, too coarse to rank memlane's crowded scores by, so the float32 rows are
 kept beside the graph (``ExactVectors`` without its int8 copy): the graph is asked for ``graph_oversample`` times the
 candidates wanted, they are rescored in float32 and the best are returned, with exact scores, as a float32 graph
