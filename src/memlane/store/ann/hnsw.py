@@ -58,7 +58,9 @@ class HnswVectors:
             )
         self._index = index
         #: The float32 rows a compact graph is rescored from (``None``: a float32 graph, which holds them itself).
-        self._rows = None if settings.graph_dtype == "f32" else (rows or ExactVectors(dim, coded=False))
+        self._rows = (
+            None if settings.graph_dtype == "f32" else (rows if rows is not None else ExactVectors(dim, coded=False))
+        )
         #: Vectors removed or replaced since this graph was built: usearch keeps their bytes in its slots (and in a
         #: saved file) until the graph is rebuilt, so erasure needs ``compacted()`` before a save.
         self.tombstones = 0

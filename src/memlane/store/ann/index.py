@@ -367,8 +367,7 @@ class VectorIndex:
                 commit_meta(self.folder, meta)
             except OSError as e:
                 data.unlink(missing_ok=True)
-                if rows is not None:
-                    rows.unlink(missing_ok=True)
+                HnswVectors.rows_path(data).unlink(missing_ok=True)  # (written or half-written before the error)
                 raise StoreError(f"cannot save the vector index in {self.folder}: {e}") from e
             self._saved = self._applied
             self._file_behind = False

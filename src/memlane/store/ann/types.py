@@ -90,7 +90,7 @@ class IndexSettings(BaseModel):
     graph_dtype: Literal["f32", "f16", "bf16"] = Field(
         "bf16",
         description="the vectors the graph is walked with: bf16 or f16 halve the bytes each step reads (a graph search "
-        "at 100k took 3.8 ms in f32, 1.6 in bf16); the float32 rows are kept beside it and rescore what it finds",
+        "at 100k took 2.7-2.9 ms in f32, 1.5-1.9 in bf16); the float32 rows are kept beside it and rescore what it finds",
     )
     graph_oversample: float = Field(
         2.0, ge=1.0, description="a graph of bf16 or f16 is asked for this many candidates per hit, rescored in float32"
