@@ -387,3 +387,25 @@ def test_the_beam_widens_as_the_graph_grows(monkeypatch: pytest.MonkeyPatch) -> 
     assert graph._index.expansion_search == graph.beam()  # the search ran with it
     fixed = HnswVectors.build(DIM, SMALL.model_copy(update={"expansion_growth": 0.0}), graph.keys(), x)
     assert fixed.beam() == SMALL.expansion_search
+
+
+def test_a_sqlite_url_sets_the_vector_index(tmp_path: Path) -> None:
+    from memlane import Memory
+    from memlane.errors import ConfigError
+    from memlane.store.opener import open_store
+
+    db = tmp_path / "m.db"
+    with Memory(f"sqlite:///{db}?ef_search=64&ef_growth=0&graph=f32", embedder="hash") as m:
+        m.add("a note about the red kite", user_id="ana")
+        assert m.search("kite", user_id="ana")
+        index = m._store._cache.get("ana")  # type: ignore[attr-defined]
+        assert index is not None
+        assert index.settings == IndexSettings(expansion_search=64, expansion_growth=0.0, graph_dtype="f32")
+    store = open_store(f"sqlite:///{db}")
+    try:
+        assert store._cache._settings is None  # type: ignore[attr-defined]  # no option: the defaults
+    finally:
+        store.close()
+    for bad, named in (("graph=int4", "graph"), ("ef_search=4", "ef_search"), ("ef_growth=-1", "ef_growth")):
+        with pytest.raises(ConfigError, match=named):
+            open_store(f"sqlite:///{db}?{bad}")

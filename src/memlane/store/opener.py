@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
+
+from pydantic import ValidationError as PydanticValidationError
 
 from memlane.errors import ConfigError
 from memlane.store.base import Store
+
+if TYPE_CHECKING:
+    from memlane.store.ann import IndexSettings
 
 
 def open_store(target: str | Path) -> Store:
@@ -15,7 +21,9 @@ def open_store(target: str | Path) -> Store:
     ``sqlite:///path?vectors=URL`` keeps records and text in the file and the vectors in Qdrant (``memlane[qdrant]``):
     ``qdrant://HOST:PORT`` (``qdrants://`` for HTTPS, ``qdrants://KEY@HOST`` with an API key), ``qdrant+local:///DIR``
     (the embedded local mode), ``qdrant+local`` (its folder beside the file) or ``qdrant+memory``; ``collection=NAME``
-    overrides the collection (by default ``memlane_<id of the database>``).
+    overrides the collection (by default ``memlane_<id of the database>``). The file's own vector index takes
+    ``ef_search=N`` (the HNSW beam up to 100,000 vectors, default 512), ``ef_growth=X`` (how it widens past that,
+    default 0.7; 0: fixed) and ``graph=bf16|f16|f32`` (the vectors the graph walks; see ``IndexSettings``).
     """
     # Imported here, not at the top: a backend's driver is loaded only when a store of that kind is opened.
     from memlane.store.sqlite import SQLiteStore
@@ -28,11 +36,12 @@ def open_store(target: str | Path) -> Store:
         if scheme == "sqlite":
             location, _, query = rest.partition("?")
             options = {unquote(k): unquote(v) for k, _, v in (p.partition("=") for p in query.split("&") if p)}
-            unknown = sorted(set(options) - {"mode", "vectors", "collection"})
+            unknown = sorted(set(options) - {"mode", "vectors", "collection", *_INDEX_OPTIONS})
             if unknown or options.get("mode", "rw") not in ("ro", "rw"):
                 raise ConfigError(
                     f"unsupported sqlite URL options in {text!r}; supported: ?mode=ro or ?mode=rw, "
-                    "vectors=qdrant://HOST:PORT (or qdrant+local:///PATH, qdrant+local, qdrant+memory), collection=NAME"
+                    "vectors=qdrant://HOST:PORT (or qdrant+local:///PATH, qdrant+local, qdrant+memory), collection=NAME, "
+                    "ef_search=N, ef_growth=X, graph=bf16|f16|f32"
                 )
             read_only = options.get("mode") == "ro"
             if "vectors" in options:
@@ -46,7 +55,8 @@ def open_store(target: str | Path) -> Store:
                 )
             if "collection" in options:
                 raise ConfigError(f"{text!r}: collection= names a Qdrant collection and needs vectors=qdrant://...")
-            return SQLiteStore(location or ":memory:", read_only=read_only)
+            settings = _index_settings(text, options)
+            return SQLiteStore(location or ":memory:", read_only=read_only, index_settings=settings)
         if scheme in ("postgresql", "postgres"):
             return _open_postgres(text)
         raise ConfigError(
@@ -64,3 +74,22 @@ def _open_postgres(url: str) -> Store:
             f"a postgresql:// store needs the postgres extra: pip install 'memlane[postgres]' ({exc})"
         ) from exc
     return PostgresStore(url)
+
+
+#: URL options of a SQLite store's own vector index, and the ``IndexSettings`` field each sets.
+_INDEX_OPTIONS = {"ef_search": "expansion_search", "ef_growth": "expansion_growth", "graph": "graph_dtype"}
+
+
+def _index_settings(url: str, options: dict[str, str]) -> IndexSettings | None:
+    """The vector index settings the URL's options ask for (``None``: none asked, the defaults)."""
+    from memlane.store.ann import IndexSettings
+
+    asked = {field: options[name] for name, field in _INDEX_OPTIONS.items() if name in options}
+    if not asked:
+        return None
+    try:
+        return IndexSettings.model_validate(asked)
+    except PydanticValidationError as e:
+        option = {field: name for name, field in _INDEX_OPTIONS.items()}
+        problems = "; ".join(f"{option.get(str(err['loc'][0]), err['loc'][0])}: {err['msg']}" for err in e.errors())
+        raise ConfigError(f"bad vector index options in {url!r}: {problems}") from e

@@ -23,7 +23,7 @@ import numpy as np
 
 from memlane.embedding.base import Vectors
 from memlane.errors import StoreError
-from memlane.store.ann import Batch, Change, VectorIndex, apply_changes, open_index
+from memlane.store.ann import Batch, Change, IndexSettings, VectorIndex, apply_changes, open_index
 from memlane.store.ann.files import remove_folder
 from memlane.store.sqlite.db import Database
 
@@ -87,8 +87,9 @@ class SQLiteFeed:
 class AnnIndexes:
     """The open indexes of a database, one per user, kept current with its change log."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, settings: IndexSettings | None = None) -> None:
         self._db = db
+        self._settings = settings  # None: IndexSettings' defaults
         self._lock = threading.RLock()
         self._open: dict[str, VectorIndex] = {}
         # The database generation (``Database.generation``) at which the identity was read and each open index
@@ -139,7 +140,9 @@ class AnnIndexes:
                     self._maybe_save(feed, held)
                     return held
             feed = SQLiteFeed(self._db, user_id)
-            index, report = open_index(feed, dim, identity, folder=self._folder(user_id), save=False)
+            index, report = open_index(
+                feed, dim, identity, folder=self._folder(user_id), settings=self._settings, save=False
+            )
             if report.action != "loaded":
                 log.info("vector index of one user in %s %s: %s", self._db.path, report.action, report.reason)
                 self._save(feed, index)

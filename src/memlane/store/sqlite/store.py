@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from memlane.models import Compaction
+from memlane.store.ann import IndexSettings
 from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.archive import SQLiteArchive
 from memlane.store.sqlite.candidates import SQLiteCandidateIndex
@@ -49,9 +50,11 @@ class SQLiteStore(
     Each capability is its own class over the shared ``Database`` and vector cache; this class only joins them.
     """
 
-    def __init__(self, path: Path | str, *, read_only: bool = False) -> None:
+    def __init__(
+        self, path: Path | str, *, read_only: bool = False, index_settings: IndexSettings | None = None
+    ) -> None:
         self._db = Database(path, read_only=read_only)
-        self._cache = AnnIndexes(self._db)
+        self._cache = AnnIndexes(self._db, index_settings)
         self._hot = HotScopes(self._db)
         self._fts_secure_delete = False
         if not self._db.read_only:
