@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,7 +100,11 @@ def test_a_graph_scope_builds_in_the_background_and_a_delete_leaves_no_saved_vec
     # The store's scopes switch to the graph at 200 vectors here (50,000 by default), so that the background build,
     # wait_for_index and the closing save of a graph that held the deleted vector run end to end through Memory.
     small = IndexSettings(exact_below=200, filter_exact_max=50, expansion_search=64)
-    monkeypatch.setattr(ann_feed, "open_index", functools.partial(sync.open_index, settings=small))
+
+    def small_index(*args: Any, settings: IndexSettings | None = None, **kwargs: Any) -> Any:
+        return sync.open_index(*args, settings=small, **kwargs)  # whatever the store asks for
+
+    monkeypatch.setattr(ann_feed, "open_index", small_index)
     db = tmp_path / "m.db"
     meta = Path(f"{db}.ann") / hashlib.sha256(b"ana").hexdigest()[:24] / "meta.json"
     with Memory(db, embedder="hash") as m:
