@@ -406,6 +406,8 @@ def test_a_sqlite_url_sets_the_vector_index(tmp_path: Path) -> None:
         assert store._cache._settings is None  # type: ignore[attr-defined]  # no option: the defaults
     finally:
         store.close()
+    with pytest.raises(ConfigError, match="Qdrant"):  # not silently ignored beside vectors=
+        open_store(f"sqlite:///{db}?vectors=qdrant+memory&ef_search=64")
     for bad, named in (("graph=int4", "graph"), ("ef_search=4", "ef_search"), ("ef_growth=-1", "ef_growth")):
         with pytest.raises(ConfigError, match=named):
             open_store(f"sqlite:///{db}?{bad}")

@@ -45,6 +45,11 @@ def open_store(target: str | Path) -> Store:
                 )
             read_only = options.get("mode") == "ro"
             if "vectors" in options:
+                if set(options) & set(_INDEX_OPTIONS):
+                    raise ConfigError(
+                        f"{text!r}: ef_search, ef_growth and graph set the file's own vector index; with vectors= "
+                        "the vectors are searched in Qdrant"
+                    )
                 from memlane.store.qdrant import open_qdrant_store
 
                 return open_qdrant_store(

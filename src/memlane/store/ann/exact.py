@@ -72,7 +72,7 @@ class ExactVectors:
         if adopt and keys is not None and vectors is not None and n:
             owned = (vectors.dtype == np.float32, keys.dtype == np.int64, vectors.shape == (n, dim))
             if all(owned) and vectors.flags.c_contiguous and vectors.flags.writeable and keys.flags.writeable:
-                self._buf, self._keys = vectors, keys  # (add copies each onto itself: no new pages)
+                self._buf, self._keys = vectors, keys  # (already in place: add copies nothing)
         self._codes = np.empty((coded_cap, dim), dtype=np.int8)  # round((row - centre) / scale)
         self._scale = np.empty(coded_cap, dtype=np.float64)
         self._coded = np.empty(coded_cap, dtype=np.float64)  # |scale x codes|
@@ -177,8 +177,10 @@ class ExactVectors:
         start = self._n
         self._grow(start + len(fresh))
         new_vectors, new_keys = (vectors, keys) if first else (vectors[fresh], keys[fresh])  # (no copy of a whole load)
-        self._buf[start : start + len(fresh)] = new_vectors
-        self._keys[start : start + len(fresh)] = new_keys
+        if new_vectors is not self._buf:  # (adopted arrays are the buffers already)
+            self._buf[start : start + len(fresh)] = new_vectors
+        if new_keys is not self._keys:
+            self._keys[start : start + len(fresh)] = new_keys
         self._pos.update(zip(new_keys.tolist(), range(start, start + len(fresh)), strict=True))
         self._n = start + len(fresh)
         if not self._uncoded and not self._recentre():  # (which codes every row, these too)
