@@ -41,6 +41,9 @@ class RetrievalPreset:
     # The entity dimension's weight when the query names a speaker of the scope ("What does Melanie do to
     # destress?"): the named person's own turns then count for more than a mention of them (None: unchanged)
     speaker_entity_weight: float | None = None
+    # One hit per statement: a typed memory and the message it was distilled from (or two typed memories of one
+    # message) that both rank are folded into the better-ranked one (``Hit.related``; memlane.retrieval.collapse)
+    collapse: bool = True
 
 
 PRESETS: Final[Mapping[str, RetrievalPreset]] = {

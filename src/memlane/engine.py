@@ -684,8 +684,14 @@ class Memory:
 
     def _unflagged(self, hits: builtins.list[Hit], user_id: str, tenant: str | None) -> builtins.list[Hit]:
         """``hits`` without the memories flagged as likely prompt injections (kept out of anything sent to a model)."""
-        flagged = self.flags([h.memory.id for h in hits], user_id=user_id, tenant=tenant)
-        return [h for h in hits if h.memory.id not in flagged] if flagged else hits
+        flagged = self.flags([m.id for h in hits for m in (h.memory, *h.related)], user_id=user_id, tenant=tenant)
+        if not flagged:
+            return hits
+        return [
+            h.model_copy(update={"related": [m for m in h.related if m.id not in flagged]})
+            for h in hits
+            if h.memory.id not in flagged
+        ]
 
     def observe(
         self,

@@ -171,6 +171,13 @@ class Hit(BaseModel):
         default_factory=dict, description="for each dimension in the breakdown, what in the query engaged it"
     )
     query: str = Field(default="", description="the query this hit answers (used by feedback)")
+    related: list[MemoryItem] = Field(
+        default_factory=list,
+        description=(
+            "other forms of the same statement that matched too, ranked below this hit and folded into it: the "
+            "message a typed memory was distilled from, or typed memories distilled from this message"
+        ),
+    )
 
 
 class HistoryEvent(enum.StrEnum):

@@ -64,3 +64,14 @@ def test_tune_from_feedback_writes_a_preset_search_can_use(env: dict[str, str], 
     assert "mine" in saved
     assert json.loads(run(env, "search", "night", "--user", "u", "--preset", "mine", "--json").stdout)
     assert "no labelled queries" in run(env, "tune", "--name", "x", "--db", str(tmp_path / "empty.db"), ok=False).output
+
+
+def test_explain_names_the_other_forms_of_a_statement_folded_into_a_hit(env: dict[str, str]) -> None:
+    run(env, "add", "--user", "kim", "--name", "Kim", "I moved to Austin.")
+    hits = json.loads(run(env, "search", "where does Kim live? Austin", "--user", "kim", "--json").stdout)
+    assert len(hits) == 1 and len(hits[0]["related"]) == 1  # the turn and the fact distilled from it: one statement
+    other = hits[0]["related"][0]
+    assert {hits[0]["memory"]["kind"], other["kind"]} == {"message", "fact"}
+    out = run(env, "search", "where does Kim live? Austin", "--user", "kim", "--explain").stdout
+    squashed = re.sub(r"[\s│┃|]", "", out)
+    assert f"alsomatchedas{other['kind']}{other['id'][:8]}" in squashed and "foldedintothishit" in squashed

@@ -39,7 +39,10 @@ def test_the_current_fact_outranks_the_message_that_stated_the_old_value(kim: Me
     texts = _texts(hits)
     denver = texts.index("I live in Denver.")
     fact = next(i for i, h in enumerate(hits) if h.memory.kind is not MemoryKind.MESSAGE and "Austin" in h.memory.text)
-    assert fact < denver and texts.index("I moved to Austin.") < denver
+    assert fact < denver
+    # The message that said it is the same statement: folded into the fact's hit, not a place of its own.
+    assert [m.text for m in hits[fact].related] == ["I moved to Austin."]
+    assert "I moved to Austin." not in texts
     stale = hits[denver]
     assert stale.breakdown["validity"].contribution < 0
     assert stale.score == pytest.approx(sum(b.contribution for b in stale.breakdown.values()))
@@ -52,9 +55,10 @@ def test_as_of_before_the_move_and_history_still_reach_the_old_claim(kim: Memory
     then = kim.search(
         "where does Kim live?", user_id="kim", top_k=5, filters={"as_of": datetime(2023, 6, 1, tzinfo=UTC)}
     )
-    assert "I live in Denver." in _texts(then)
-    denver = next(h for h in then if h.memory.text == "I live in Denver.")
-    assert "validity" not in denver.breakdown and then[0].memory.text != "I moved to Austin."
+    # The Denver statement (the fact that held then, with the message that said it folded into it) is not demoted.
+    denver = next(h for h in then if "Denver" in h.memory.text)
+    assert "I live in Denver." in [denver.memory.text, *(m.text for m in denver.related)]
+    assert "validity" not in denver.breakdown and "Austin" not in then[0].memory.text
     old_fact = [
         m
         for m in kim.list(user_id="kim", filters={"include_superseded": True})
@@ -65,7 +69,8 @@ def test_as_of_before_the_move_and_history_still_reach_the_old_claim(kim: Memory
 
 
 def test_deleting_the_current_fact_lifts_the_demotion(kim: Memory) -> None:
-    fact = next(h.memory for h in kim.search("Austin", user_id="kim") if h.memory.kind is not MemoryKind.MESSAGE)
+    found = [m for h in kim.search("Austin", user_id="kim") for m in (h.memory, *h.related)]
+    fact = next(m for m in found if m.kind is not MemoryKind.MESSAGE)
     kim.delete(fact.id, user_id="kim")
     hits = kim.search("where does Kim live?", user_id="kim", top_k=5)
     assert all("validity" not in h.breakdown for h in hits)

@@ -39,7 +39,9 @@ def assemble(
     """
     seen: set[str] = set()
     ordered: list[MemoryItem] = []
-    for item in [*extra, *(h.memory for h in hits)]:
+    # A hit's other forms (the turn a fact restates, folded into it by search) join their groups: a fact leads,
+    # the turn it came from supports it.
+    for item in [*extra, *(m for h in hits for m in (h.memory, *h.related))]:
         if item.id not in seen and item.is_current:
             seen.add(item.id)
             ordered.append(item)

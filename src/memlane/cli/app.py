@@ -220,6 +220,9 @@ def _hits_table(hits: list[Hit], explain: bool) -> Table:
                     parts.append(f"  [dim]{show(hit.triggers[dim])}[/]")
             else:
                 parts.append(f"{dim} {b.contribution:.2f}")
+        if explain and hit.related:
+            forms = ", ".join(f"{m.kind.value} {m.id}" for m in hit.related)
+            parts.append(f"[dim]also matched as {show(forms)}: the same statement, folded into this hit[/]")
         table.add_row(
             str(rank),
             f"{hit.score:.3f}",

@@ -89,6 +89,10 @@ class SearchHit(BaseModel):
     score: float
     explanation: dict[str, DimensionScore] = Field(description="each dimension's raw, normalised and weighted part")
     triggers: dict[str, str] = Field(description="what in the query engaged each dimension")
+    related: list[StoredMemory] = Field(
+        default_factory=list,
+        description="other forms of the same statement that matched too (the source turn, or typed memories of it)",
+    )
 
     @classmethod
     def of(cls, hit: Hit) -> SearchHit:
@@ -100,6 +104,7 @@ class SearchHit(BaseModel):
                 for dim, b in hit.breakdown.items()
             },
             triggers=dict(hit.triggers),
+            related=[StoredMemory.of(m) for m in hit.related],
         )
 
 

@@ -18,6 +18,7 @@ from memlane.enrich.entities import canonical
 from memlane.enrich.pipeline import Enricher
 from memlane.enrich.temporal import TimeSpan
 from memlane.models import Filters, Hit, ScoreBreakdown
+from memlane.retrieval.collapse import collapse_from
 from memlane.retrieval.context import context_scores, session_scores
 from memlane.retrieval.fusion import Fused, FusionSpec, fuse, normalize, normalized_array
 from memlane.retrieval.graph import GraphDimension, GraphScores
@@ -493,19 +494,26 @@ class Retriever:
             for d, sig in signals.items()
         }
         depth = max(top_k, self._rerank_depth) if self._reranker is not None else top_k
-        ranked: list[Fused[str]] = fuse(competing, plan.fusion, limit=depth)
-        items = self._store.get_many(user_id, [f.key for f in ranked])
-        hits = [
-            Hit(
-                memory=items[f.key],
-                score=f.score,
-                breakdown=f.breakdown,
-                triggers={d: plan.triggers[d] for d in f.breakdown if d in plan.triggers},
-                query=query,
-            )
-            for f in ranked
-            if f.key in items
-        ]
+        # Folding a typed memory into the turn it restates frees places: candidates past ``depth`` may be read.
+        ranked: list[Fused[str]] = fuse(competing, plan.fusion, limit=depth * 3 if preset.collapse else depth)
+        by_key = {f.key: f for f in ranked}
+
+        def hits_of(keys: Sequence[str]) -> list[Hit]:
+            items = self._store.get_many(user_id, keys)
+            return [
+                Hit(
+                    memory=items[k],
+                    score=by_key[k].score,
+                    breakdown=by_key[k].breakdown,
+                    triggers={d: plan.triggers[d] for d in by_key[k].breakdown if d in plan.triggers},
+                    query=query,
+                )
+                for k in keys
+                if k in items
+            ]
+
+        keys = [f.key for f in ranked]
+        hits = collapse_from(keys, hits_of, depth) if preset.collapse else hits_of(keys)
         paths: GraphScores = getattr(self._last, "graph", GraphScores())
         for h in hits:
             why = paths.paths.path(h.memory.id) if "graph" in h.breakdown else None
