@@ -22,6 +22,7 @@ from typing import Final
 import numpy as np
 
 from memlane.store.hot.rows import BULK, Grow, HotRow, from_micros, post, post_many, terms_of, without_text
+from memlane.store.hot.termcache import TermCache, TermEntry, gather
 from memlane.store.hot.tokens import query_tokens
 from memlane.store.records import CandidateFacts
 
@@ -58,6 +59,7 @@ class HotScope:
         self._dead = 0
         self._stats: tuple[float, float] | None = None  # (documents, mean length), until a change
         self._memo: tuple[tuple[str, ...], np.ndarray, np.ndarray] | None = None
+        self._terms = TermCache()  # each common term's matches, kept between searches (store/hot/termcache.py)
 
     def __len__(self) -> int:
         return self._live
@@ -85,6 +87,9 @@ class HotScope:
         self._length.a[slot] = post(self._postings, slot, own)
         if ctx is not None:
             self._ctx_length.a[slot] = post(self._ctx_postings, slot, ctx)
+        # Its words are new matches, and so are its text's words in its next turn; the turns around it change length
+        # or context (a kept entry holding one of them, as a match or a context source, is recomputed).
+        self._terms.changed((slot, int(self._prev.a[slot]), int(self._next.a[slot])), [*own, *(ctx or ())])
 
     def _add_many(self, rows: list[HotRow]) -> None:
         """Put many rows at once: the postings are grouped by term in numpy, not appended one by one."""
@@ -108,6 +113,7 @@ class HotScope:
                 ctx_slots.extend([slot] * len(ctx))
         post_many(self._postings, own_terms, own_slots)
         post_many(self._ctx_postings, ctx_terms, ctx_slots)
+        self._terms.clear()
 
     def _place(self, row: HotRow) -> int:
         """Give ``row`` a slot and enter everything of it but its postings; the slot."""
@@ -155,6 +161,7 @@ class HotScope:
         self._alive.a[slot] = False
         self._current.a[slot] = False
         before, after = int(self._prev.a[slot]), int(self._next.a[slot])
+        self._terms.changed((slot, before, after))
         if before >= 0:
             self._next.a[before] = -1
         if after >= 0:
@@ -305,65 +312,49 @@ class HotScope:
             return self._memo[1], self._memo[2]
         docs, avgdl = self._collection()
         n = len(self.rows)
-        alive = self._alive.a[:n]
-        nxt = self._next.a[:n]
-        prev = self._prev.a[:n]
-        length = self._length.a[:n]
-        ctx_length = self._ctx_length.a[:n]
         total = np.zeros(n, dtype=np.float64)
-        freq = np.zeros(n, dtype=np.float64)  # scratch: one term's weighted frequency, zeroed after each term
-        mark = np.zeros(n, dtype=np.bool_)  # scratch: slots seen (per term, then over all terms)
         touched: list[np.ndarray] = []
         for t in key:
-            own, ctx = self._matches(self._postings.get(t), alive), self._matches(self._ctx_postings.get(t), alive)
-            parts: list[np.ndarray] = []
-            if own is not None:
-                freq[own[0]] = own[1]  # a body's slots are distinct
-                mark[own[0]] = True
-                parts.append(own[0])
-            if ctx is not None:
-                after = nxt[ctx[0]]
-                linked = after >= 0
-                after = after[linked]  # distinct too: a turn has one next turn
-                freq[after] += CONTEXT_WEIGHT * ctx[1][linked]
-                parts.append(after[~mark[after]])
-            if not parts:
+            entry = self._term(t, n)
+            if entry is None:
                 continue
-            hit = np.concatenate(parts) if len(parts) > 1 else parts[0]
-            mark[hit] = False
-            if not len(hit):
-                continue
-            f = freq[hit]
-            freq[hit] = 0.0
+            hit = entry.slots
             idf = max(math.log((docs - len(hit) + 0.5) / (len(hit) + 0.5)), 1e-6)
-            before = prev[hit]
-            dl = 1.0 + length[hit] + np.where(before >= 0, ctx_length[np.maximum(before, 0)], 0.0)
-            norm = K1 * (1 - B + B * dl / avgdl) if avgdl > 0 else K1
-            total[hit] += idf * f * (K1 + 1) / (f + norm)
+            norm = K1 * (1 - B + B * entry.length / avgdl) if avgdl > 0 else K1
+            total[hit] += idf * entry.freq * (K1 + 1) / (entry.freq + norm)
             touched.append(hit)
         if not touched:
             slots = np.empty(0, dtype=np.int64)
         elif len(touched) == 1:
             slots = touched[0]
         else:  # each slot once (O(n) over a bool array: cheaper than sorting the matches)
+            mark = np.zeros(n, dtype=np.bool_)
             mark[np.concatenate(touched)] = True
             slots = np.flatnonzero(mark)
         self._memo = (key, slots, total)
         return slots, total
 
-    @staticmethod
-    def _matches(
-        post: tuple[array[int], array[float]] | None, alive: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray] | None:
-        """The live (slots, counts) of one term's postings."""
-        if post is None:
+    def _term(self, term: str, n: int) -> TermEntry | None:
+        """What ``term`` contributes: the live memories matching it in their own words or their previous turn's
+        (ascending), with their weighted frequencies and lengths; None when none does. Kept for common terms.
+        """
+        entry = self._terms.get(term)
+        if entry is not None:
+            return entry
+        entry = gather(
+            self._postings.get(term),
+            self._ctx_postings.get(term),
+            alive=self._alive.a[:n],
+            nxt=self._next.a[:n],
+            prev=self._prev.a[:n],
+            length=self._length.a[:n],
+            ctx_length=self._ctx_length.a[:n],
+            context_weight=CONTEXT_WEIGHT,
+        )
+        if entry is None:
             return None
-        s = np.frombuffer(post[0], dtype=np.int64)
-        tf = np.frombuffer(post[1], dtype=np.float32)
-        keep = alive[s]
-        if not keep.any():
-            return None
-        return s[keep], tf[keep].astype(np.float64)
+        self._terms.put(term, entry)
+        return entry
 
     def text_search(self, terms: Sequence[str], limit: int, *, current_only: bool) -> list[tuple[str, float]]:
         """The best ``limit`` by BM25, ties to the older row; only current memories with ``current_only``."""
