@@ -274,3 +274,20 @@ def test_a_bulk_load_builds_the_graph_once_over_all_of_it(gate: threading.Event)
     assert other._build is not None and len(other._build.keys) == 400 and not other._build.queued
     gate.set()
     assert index.wait_built(30) and other.wait_built(30) and index.kind == other.kind == "hnsw"
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+def test_a_relaid_graph_answers_exactly_as_before_and_takes_writes(dtype: str) -> None:
+    x = unit_rows(600, seed=7)
+    settings = IndexSettings(exact_below=200, expansion_search=64, graph_dtype=dtype)
+    graph = HnswVectors.build(DIM, settings, np.arange(600, dtype=np.int64), x[:600])
+    graph.remove(np.array([3, 4], dtype=np.int64))
+    queries = unit_rows(20, seed=8)
+    before = [graph.search(q, 10) for q in queries]
+    graph.relay()
+    assert len(graph) == 598 and 3 not in graph and 5 in graph
+    for q, (keys, scores) in zip(queries, before, strict=True):
+        again_keys, again_scores = graph.search(q, 10)
+        assert again_keys.tolist() == keys.tolist() and np.array_equal(again_scores, scores)
+    graph.add(np.array([3], dtype=np.int64), x[3:4])  # the relaid graph takes writes as before
+    assert graph.search(x[3], 1)[0].tolist() == [3]

@@ -104,6 +104,8 @@ class GraphBuild:
                 with self._lock:
                     present, vectors = self._read(self.keys[start : start + BLOCK])
                 graph.add(present, vectors, threads=self.settings.build_threads)
+            if not self._stop.is_set():
+                graph.relay()
             while not self._stop.is_set():
                 with self._lock:
                     if self._stop.is_set():

@@ -109,6 +109,29 @@ class HnswVectors:
         """Every key held."""
         return np.asarray(self._index.keys, dtype=np.int64)
 
+    def relay(self) -> None:
+        """Lay the graph out again as a loaded one is: serialised to bytes in memory and read back.
+
+        A graph grown by inserts keeps each node where the allocator put it, scattered over a heap that a bulk
+        ingest has filled with other objects; a graph read from a file holds its nodes in one block, and a search
+        (random reads, one node a step) runs faster through it. Called once a background build has inserted
+        everything, before it replays the writes queued meanwhile; nothing but the layout changes. No file is
+        written: a temporary file would be a copy of the vectors outside the index's own generation files.
+        """
+        data = self._index.save()
+        fresh = _usearch().Index(
+            ndim=self.dim,
+            metric="ip",
+            dtype=self.settings.graph_dtype,
+            connectivity=self.settings.connectivity,
+            expansion_add=self.settings.expansion_add,
+            expansion_search=self.settings.expansion_search,
+        )
+        self._index.reset()  # its memory goes back before the new graph takes as much again
+        fresh.load(data)
+        del data
+        self._index = fresh
+
     def compacted(self) -> HnswVectors:
         """A new graph over the live vectors only, with no bytes of removed or replaced ones left anywhere."""
         present, vectors = self.vectors_of(self.keys())
