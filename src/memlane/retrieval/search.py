@@ -18,7 +18,7 @@ from memlane.enrich.entities import canonical
 from memlane.enrich.pipeline import Enricher
 from memlane.enrich.temporal import TimeSpan
 from memlane.models import Filters, Hit, ScoreBreakdown
-from memlane.retrieval.collapse import collapse_from
+from memlane.retrieval.collapse import collapse, collapse_from
 from memlane.retrieval.context import context_scores, session_scores
 from memlane.retrieval.fusion import Fused, FusionSpec, fuse, normalize, normalized_array
 from memlane.retrieval.graph import GraphDimension, GraphScores
@@ -494,8 +494,7 @@ class Retriever:
             for d, sig in signals.items()
         }
         depth = max(top_k, self._rerank_depth) if self._reranker is not None else top_k
-        # Folding a typed memory into the turn it restates frees places: candidates past ``depth`` may be read.
-        ranked: list[Fused[str]] = fuse(competing, plan.fusion, limit=depth * 3 if preset.collapse else depth)
+        ranked: list[Fused[str]] = fuse(competing, plan.fusion, limit=depth)
         by_key = {f.key: f for f in ranked}
 
         def hits_of(keys: Sequence[str]) -> list[Hit]:
@@ -512,8 +511,15 @@ class Retriever:
                 if k in items
             ]
 
-        keys = [f.key for f in ranked]
-        hits = collapse_from(keys, hits_of, depth) if preset.collapse else hits_of(keys)
+        hits = hits_of([f.key for f in ranked])
+        if preset.collapse:
+            hits = collapse(hits, depth)
+            if len(hits) < depth == len(ranked):
+                # Folding freed places: fuse again, deeper (only breakdowns of what is returned are ever built, so
+                # the common case, where nothing folds, pays for no more than ``depth``)
+                ranked = fuse(competing, plan.fusion, limit=depth * 3)
+                by_key = {f.key: f for f in ranked}
+                hits = collapse_from([f.key for f in ranked], hits_of, depth)
         paths: GraphScores = getattr(self._last, "graph", GraphScores())
         for h in hits:
             why = paths.paths.path(h.memory.id) if "graph" in h.breakdown else None
