@@ -64,7 +64,10 @@ def unscope(value: T) -> T:
     """A result as the caller sees it: every user id back to the bare id of its tenant (changed in place)."""
     if isinstance(value, MemoryItem):
         _unscope_item(value)
-    elif isinstance(value, Hit | ArchivedMemory):
+    elif isinstance(value, Hit):
+        for item in (value.memory, *value.related):  # the forms of a statement folded into the hit too
+            _unscope_item(item)
+    elif isinstance(value, ArchivedMemory):
         _unscope_item(value.memory)
     elif isinstance(value, Job):
         value.user_id = split_key(value.user_id)[1]

@@ -143,6 +143,9 @@ def test_ask_context_observe_graph_and_flags_are_isolated(memory):
     acme_context = memory.context("where does my sister live?", user_id="ana", tenant="acme")
     assert "Denver" in acme_context.text and "Oslo" not in acme_context.text
     assert all(m.user_id == "ana" for m in acme_context.memories)
+    hits = memory.search("where does my sister live?", user_id="ana", tenant="acme")
+    folded = [m for h in hits for m in h.related]  # the turn and the fact distilled from it are one hit
+    assert folded and all(m.user_id == "ana" for h in hits for m in (h.memory, *h.related))
     answer = memory.ask("where does my sister live?", user_id="ana", tenant="globex")
     assert answer.hits and all("Denver" not in h.memory.text for h in answer.hits)
     assert all(h.memory.user_id == "ana" for h in answer.hits)

@@ -27,7 +27,7 @@ import numpy as np
 
 #: Terms matching fewer memories are cheap to gather each time and are not kept.
 MIN_MATCHES: Final = 1024
-#: The most matches kept over all terms of a scope (20 bytes each): about 160 MB, a third of a 1M scope's postings.
+#: The most matches kept over all terms of a scope (24 bytes each): about 200 MB, 40% of a 1M scope's postings.
 MAX_ENTRIES: Final = 1 << 23
 #: Changes recorded before everything is dropped and the record starts again.
 MAX_CHANGES: Final = 4096
@@ -39,7 +39,7 @@ class TermEntry:
 
     slots: np.ndarray  # int64: live memories matching the term in their own words or their previous turn's
     freq: np.ndarray  # float64: own count + CONTEXT_WEIGHT x the previous turn's
-    length: np.ndarray  # float32 (whole numbers): document length (own + previous turn's + the scope token)
+    length: np.ndarray  # float64: document length (own + previous turn's + the scope token)
     sources: np.ndarray  # int64, ascending: live turns whose text holds the term and that have no next turn yet
     seen: int = 0  # the number of changes it has been checked against
 
@@ -185,5 +185,5 @@ def gather(
             hit = hit[starts]
     before = prev[hit]
     context = np.where(before >= 0, ctx_length[np.maximum(before, 0)], 0.0)
-    total = (1.0 + length[hit] + context).astype(np.float32)  # token counts: exact in float32
-    return TermEntry(hit, freq, total, sources)
+    # float64: a float32 array divided by a Python float stays float32 (NumPy 2), and the scores must be FTS5's
+    return TermEntry(hit, freq, 1.0 + length[hit] + context, sources)
