@@ -284,7 +284,9 @@ def test_a_relaid_graph_answers_exactly_as_before_and_takes_writes(dtype: str) -
     graph.remove(np.array([3, 4], dtype=np.int64))
     queries = unit_rows(20, seed=8)
     before = [graph.search(q, 10) for q in queries]
+    built = graph._index
     graph.relay()
+    assert graph._index is not built  # read back into a new index, not left as it was
     assert len(graph) == 598 and 3 not in graph and 5 in graph
     for q, (keys, scores) in zip(queries, before, strict=True):
         again_keys, again_scores = graph.search(q, 10)

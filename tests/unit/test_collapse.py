@@ -97,3 +97,19 @@ def test_search_returns_one_hit_per_statement_with_the_other_forms_attached() ->
         assert len(hits) == 1
         forms = {hits[0].memory.id, *(m.id for m in hits[0].related)}
         assert forms == {m.id for m in stored}
+
+
+def test_hits_already_read_are_not_fetched_again() -> None:
+    pool = {f"m{i}": item(f"m{i}") for i in range(6)} | {
+        f"f{i}": item(f"f{i}", MemoryKind.FACT, [f"m{i}"]) for i in range(6)
+    }
+    reads: list[list[str]] = []
+
+    def fetch(keys: Sequence[str]) -> list[Hit]:
+        reads.append(list(keys))
+        return [hit(pool[k], 1.0) for k in keys]
+
+    ranked = [k for i in range(6) for k in (f"m{i}", f"f{i}")]
+    first = [hit(pool[k], 1.0) for k in ranked[:3]]  # m0, f0, m1: two statements of the three wanted
+    out = collapse_from(ranked, fetch, 3, read=first)
+    assert [h.memory.id for h in out] == ["m0", "m1", "m2"] and reads == [ranked[3:6]]

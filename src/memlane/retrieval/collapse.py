@@ -48,19 +48,24 @@ def collapse(hits: Sequence[Hit], top_k: int) -> list[Hit]:
     return out
 
 
-def collapse_from(ranked: Sequence[str], fetch: Callable[[Sequence[str]], list[Hit]], top_k: int) -> list[Hit]:
+def collapse_from(
+    ranked: Sequence[str], fetch: Callable[[Sequence[str]], list[Hit]], top_k: int, *, read: Sequence[Hit] = ()
+) -> list[Hit]:
     """``collapse`` over the hits of ``ranked`` keys (best first), fetched ``top_k`` at a time.
 
     Folding frees places, so more than ``top_k`` fused candidates may be read: the next step is fetched only while
-    fewer than ``top_k`` statements have been found.
+    fewer than ``top_k`` statements have been found. ``read`` are hits already fetched, of the best keys: their keys
+    are not fetched again.
     """
     step = max(top_k, 1)
-    hits: list[Hit] = []
-    statements: set[str] = set()
+    hits: list[Hit] = list(read)
+    statements = {statement_of(h.memory) for h in hits}
+    done = {h.memory.id for h in hits}
+    ranked = [k for k in ranked if k not in done]
     for start in range(0, len(ranked), step):
+        if len(statements) >= top_k:
+            break
         more = fetch(ranked[start : start + step])
         hits += more
         statements.update(statement_of(h.memory) for h in more)
-        if len(statements) >= top_k:
-            break
     return collapse(hits, top_k)

@@ -513,13 +513,14 @@ class Retriever:
 
         hits = hits_of([f.key for f in ranked])
         if preset.collapse:
-            hits = collapse(hits, depth)
-            if len(hits) < depth == len(ranked):
-                # Folding freed places: fuse again, deeper (only breakdowns of what is returned are ever built, so
-                # the common case, where nothing folds, pays for no more than ``depth``)
+            folded = collapse(hits, depth)
+            if len(folded) < depth == len(ranked):
+                # Folding freed places: fuse again, deeper, and read on past the hits already read (only breakdowns
+                # of what is returned are ever built, so the common case, where nothing folds, pays for ``depth``)
                 ranked = fuse(competing, plan.fusion, limit=depth * 3)
                 by_key = {f.key: f for f in ranked}
-                hits = collapse_from([f.key for f in ranked], hits_of, depth)
+                folded = collapse_from([f.key for f in ranked], hits_of, depth, read=hits)
+            hits = folded
         paths: GraphScores = getattr(self._last, "graph", GraphScores())
         for h in hits:
             why = paths.paths.path(h.memory.id) if "graph" in h.breakdown else None
