@@ -86,7 +86,9 @@ def test_a_query_that_cannot_be_coded_is_searched_in_float32() -> None:
 
 def test_the_preselection_reads_a_few_percent_of_the_rows() -> None:
     # The point of the codes: on vectors crowded around one direction, only the rows near the k-th score are
-    # scored again in float32 (centring is what makes the codes fine enough for that).
+    # scored again in float32 (centring is what makes the codes fine enough for that). The floor is the k-th best
+    # float32 score of the 2k best rough ones, so about 2k rows and a few more are read (the floor taken from the
+    # bounds alone read about 340 here).
     rng = np.random.default_rng(5)
     vecs = _anisotropic(rng, 10_000)
     index = ExactVectors(DIM, np.arange(10_000, dtype=np.int64), vecs)
@@ -96,7 +98,7 @@ def test_the_preselection_reads_a_few_percent_of_the_rows() -> None:
         found = index._preselect(q / np.linalg.norm(q), 50)
         assert found is not None
         sizes.append(len(found[0]))
-    assert np.median(sizes) < 1_000, sizes
+    assert np.median(sizes) < 200, sizes
 
 
 @settings(max_examples=40, deadline=None)

@@ -239,6 +239,10 @@ class ExactVectors:
         float32 score is centre.query (the same for every row, so it is left out of the comparison) + s t (a.b) +
         an error of at most |s a| |f| + |e| |query| + the float32 roundings. The float32 scores come from einsum,
         not BLAS: its sum runs the same way for every row, so two equal vectors get equal scores and tie by key.
+
+        Two steps: the ``2k`` rows of best rough score are scored in float32 first; the k-th best of those scores
+        is a floor under the k-th best of all, and only the other rows whose bound reaches that floor are scored
+        too (about half as many rows in all as a floor taken from the bounds alone).
         """
         n = self._n
         wide = query.astype(np.float64)
@@ -253,15 +257,23 @@ class ExactVectors:
         rough = dots * self._scale[:n] * step
         sums = _ROUND * query_norm * ((self.dim + 1) * self._norm + float(np.linalg.norm(self._centre)))
         bound = self._coded[:n] * query_residual + self._residual[:n] * query_norm + sums
-        kth = float(np.partition(rough - bound, n - k)[n - k])
-        rows = np.flatnonzero(rough + bound >= kth)
+        first = np.argpartition(rough, n - 2 * k)[n - 2 * k :] if 2 * k < n else np.arange(n)
+        first_scores = np.einsum("ij,j->i", self._buf[first], query)
+        floor = float(np.partition(first_scores, first_scores.size - k)[first_scores.size - k])
+        # The floor is a float32 score (centre.query included): taken back to the rough scale with a second
+        # allowance for the roundings of that score and of centre.query.
+        floor -= float(self._centre.astype(np.float64) @ wide) + sums
+        seen = np.zeros(n, dtype=bool)
+        seen[first] = True
+        more = np.flatnonzero((rough + bound >= floor) & ~seen)
+        rows = np.concatenate([first, more])
         # The same integer products through BLAS: each partial sum is an integer below 2^24 (float32) or 2^53
         # (float64), so either is exact, in any order of summation.
         exact_type = np.float32 if 127 * 127 * self.dim < 2**24 else np.float64
         again = self._codes[rows].astype(exact_type) @ code.astype(exact_type)
         if not np.array_equal(again, dots[rows]):
             return None
-        exact = np.einsum("ij,j->i", self._buf[rows], query)
+        exact = np.concatenate([first_scores, np.einsum("ij,j->i", self._buf[more], query)])
         return rows.astype(np.int64), exact
 
     def search_rows(self, query: F32, rows: I64, k: int) -> tuple[I64, F32]:
