@@ -28,8 +28,10 @@ def _float32_top(vectors: ExactVectors, q: np.ndarray, k: int) -> tuple[list[int
     return vectors.keys[order].tolist(), scores[order]
 
 
+@pytest.mark.parametrize("first_pass", [2, 1])  # 1: the second pass finds a row missed by the first most times
 @pytest.mark.parametrize("n", [5_000, 12_000])
-def test_int8_preselection_returns_the_float32_top_k(n: int) -> None:
+def test_int8_preselection_returns_the_float32_top_k(n: int, first_pass: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(exact_mod, "FIRST_PASS", first_pass)
     rng = np.random.default_rng(n)
     vecs = _anisotropic(rng, n)
     vecs[1::97] = vecs[0]  # many exact ties at one score: ordered by key, as the float32 search orders them

@@ -26,6 +26,8 @@ from memlane.store.ann.types import F32, I64
 CODED_FROM = 4096
 #: Unit roundoff of float32, doubled: the bound on one rounding (2^-24) with room for the sum's order.
 _ROUND = 2.0**-23
+#: The first pass of a pre-selection scores this many times ``k`` rows in float32 (those of best int8 estimate).
+FIRST_PASS = 2
 #: Rows coded at once.
 _BLOCK = 1024
 
@@ -240,7 +242,7 @@ class ExactVectors:
         an error of at most |s a| |f| + |e| |query| + the float32 roundings. The float32 scores come from einsum,
         not BLAS: its sum runs the same way for every row, so two equal vectors get equal scores and tie by key.
 
-        Two steps: the ``2k`` rows of best rough score are scored in float32 first; the k-th best of those scores
+        Two steps: the ``FIRST_PASS * k`` rows of best rough score are scored in float32 first; the k-th best of those scores
         is a floor under the k-th best of all, and only the other rows whose bound reaches that floor are scored
         too (about half as many rows in all as a floor taken from the bounds alone).
         """
@@ -257,7 +259,8 @@ class ExactVectors:
         rough = dots * self._scale[:n] * step
         sums = _ROUND * query_norm * ((self.dim + 1) * self._norm + float(np.linalg.norm(self._centre)))
         bound = self._coded[:n] * query_residual + self._residual[:n] * query_norm + sums
-        first = np.argpartition(rough, n - 2 * k)[n - 2 * k :] if 2 * k < n else np.arange(n)
+        m = FIRST_PASS * k
+        first = np.argpartition(rough, n - m)[n - m :] if m < n else np.arange(n)
         first_scores = np.einsum("ij,j->i", self._buf[first], query)
         floor = float(np.partition(first_scores, first_scores.size - k)[first_scores.size - k])
         # The floor is a float32 score (centre.query included): taken back to the rough scale with a second
