@@ -126,3 +126,12 @@ def test_a_timed_pass_starts_without_cached_query_vectors() -> None:
     cached.embed_query("where does Kim live?")
     assert (cached.hits, cached.misses) == (0, 2)
     forget_queries(HashEmbedder())  # an embedder without a cache: nothing to do, no error
+
+
+def test_a_scale_row_names_its_backends_and_nothing_of_the_url() -> None:
+    from memlane.bench.scale import store_label
+
+    assert store_label("postgresql://bench:secret@db.example:5432/m?sslmode=require") == "postgresql"
+    assert store_label("sqlite:////srv/m.db?vectors=qdrant+local") == "sqlite + qdrant+local"
+    assert store_label("sqlite:///m.db?collection=c&vectors=qdrants%3A%2F%2Fkey%40q.example") == "sqlite + qdrants"
+    assert store_label("sqlite:///m.db") == "sqlite"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal
+from urllib.parse import unquote
 
 from pydantic import BaseModel, Field
 
@@ -102,6 +103,16 @@ class ScaleReport(BaseModel):
     points: list[ScalePoint]
     clients: list[ClientsPoint] = Field(default_factory=list, description="Concurrent-client points (--clients)")
 
+
+
+def store_label(url: str) -> str:
+    """The backends of a store URL, for a row's name: ``postgresql``, ``sqlite + qdrant+local`` (never the path,
+    host or credentials).
+    """
+    scheme, _, rest = url.partition("://")
+    options = dict(p.partition("=")[::2] for p in rest.partition("?")[2].split("&") if p)  # as the opener reads them
+    vectors = unquote(options.get("vectors", ""))
+    return f"{scheme} + {vectors.partition('://')[0]}" if vectors else scheme
 
 def parse_max_sizes(values: Sequence[str] | None) -> dict[str, int]:
     """``["minilm=100000"]`` as ``{"minilm": 100000}``."""
@@ -285,7 +296,7 @@ def memlane_point(
                 again.wait_for_index()  # untimed: the build it started ends before the files go
         disk = disk or dir_size_bytes(Path(tmp))
     return ScalePoint(
-        system="memlane" if store is None else f"memlane ({store.partition('://')[0]})",
+        system="memlane" if store is None else f"memlane ({store_label(store)})",
         embedder=embedder,
         identity=identity,
         size=size,
