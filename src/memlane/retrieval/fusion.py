@@ -118,21 +118,13 @@ def normalized_array(raw: npt.NDArray[np.float64], how: Normalizer) -> npt.NDArr
     return (raw - lo) / (hi - lo)
 
 
-def _ranks(
-    raw: npt.NDArray[np.float64], rows: npt.NDArray[np.int64], names: Sequence[str], at: npt.NDArray[np.int64]
-) -> list[int]:
-    """The 1-based ranks ``ranks`` gives rows ``at`` of one dimension (``rows``: its items' pool positions): higher
-    scores first, ties by the key's string form. One comparison of the asked rows against the whole column.
+def _column_ranks(raw: npt.NDArray[np.float64], name_order: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The 1-based rank ``ranks`` gives each item of one dimension's column: higher scores first, ties by the key's
+    string form (``name_order``: each item's place among the pool's keys by string form).
     """
-    out: list[int] = []
-    tied: list[bool] = []
-    for start in range(0, at.size, 256):  # bounded memory when every item of a large pool is asked
-        v = raw[at[start : start + 256]][:, None]
-        out += (1 + np.count_nonzero(raw[None, :] > v, axis=1)).tolist()
-        tied += (np.count_nonzero(raw[None, :] == v, axis=1) > 1).tolist()
-    for j in (j for j, t in enumerate(tied) if t):  # equal scores: by name, as ``ranks`` orders them
-        mine = names[int(rows[at[j]])]
-        out[j] += sum(1 for t in rows[raw == raw[at[j]]].tolist() if names[t] < mine)
+    order = np.lexsort((name_order, -raw))
+    out = np.empty(raw.size, dtype=np.int64)
+    out[order] = np.arange(1, raw.size + 1)
     return out
 
 
@@ -196,34 +188,36 @@ def weighted_sum(signals: Signals[K], spec: FusionSpec, limit: int | None = None
     tie_of = np.fromiter(map(tie.get, keys, [0.0] * n), dtype=np.float64, count=n)
     names = [str(k) for k in keys]
     chosen = _best(totals, tie_of, names, limit)
-    where: dict[str, npt.NDArray[np.int64]] = {}  # each dimension's row of every pool item (-1: absent)
-    for dim, (idx, _, _) in columns.items():
-        where[dim] = np.full(n, -1, dtype=np.int64)
-        where[dim][idx] = np.arange(len(idx))
     silent = {  # every raw score 0, so every normalised one too: the dimension found nothing
         dim for dim, (_, raw, norm) in columns.items() if raw.size and not raw.any() and not norm.any()
     }
-    rank_of: dict[str, dict[int, int]] = {}  # each explained dimension's rank of every chosen item it holds
-    for dim, (idx, raw, _) in columns.items():
-        if dim not in silent:
-            held = where[dim][np.asarray(chosen, dtype=np.int64)] if chosen else np.empty(0, dtype=np.int64)
-            rows_at = held[held >= 0]
-            rank_of[dim] = dict(zip(rows_at.tolist(), _ranks(raw, idx, names, rows_at), strict=True))
+    # Each explained dimension's part of every chosen item, gathered once per dimension: whether the dimension holds
+    # the item, and its raw score, normalised score and rank there (ranks by ``ranks``' order).
+    parts_of: dict[str, tuple[list[bool], list[float], list[float], list[int]]] = {}
+    if chosen:
+        chosen_at = np.asarray(chosen, dtype=np.int64)
+        name_order = np.empty(n, dtype=np.int64)
+        name_order[sorted(range(n), key=names.__getitem__)] = np.arange(n)
+        for dim, (idx, raw, norm) in columns.items():
+            if dim in silent or not idx.size:
+                continue  # nothing scored above 0 in this dimension (or nothing at all): nothing to explain
+            row_of = np.full(n, -1, dtype=np.int64)
+            row_of[idx] = np.arange(len(idx))
+            rows = row_of[chosen_at]
+            held = rows >= 0
+            rows = np.where(held, rows, 0)
+            rank = _column_ranks(raw, name_order[idx])
+            parts_of[dim] = (held.tolist(), raw[rows].tolist(), norm[rows].tolist(), rank[rows].tolist())
     out: list[Fused[K]] = []
-    for i in chosen:
+    for j, i in enumerate(chosen):
         parts: dict[str, ScoreBreakdown] = {}
         for dim, weight in engaged.items():
-            row = int(where[dim][i])
-            if row < 0 or dim in silent:
-                continue  # absent, or nothing scored above 0 in this dimension: nothing to explain
-            idx, raw, norm = columns[dim]
-            value = float(norm[row])
+            got = parts_of.get(dim)
+            if got is None or not got[0][j]:
+                continue  # absent from this dimension, or the dimension is silent
+            value = got[2][j]
             parts[dim] = ScoreBreakdown(
-                raw=float(raw[row]),
-                normalized=value,
-                weight=weight,
-                contribution=weight * value,
-                rank=rank_of[dim][row],
+                raw=got[1][j], normalized=value, weight=weight, contribution=weight * value, rank=got[3][j]
             )
         count = int(strong[i])
         if count > 1:
