@@ -260,9 +260,16 @@ class VectorIndex:
         HNSW search with an exact fallback, so a narrow filter never empties the result); ``excluded`` keys (few,
         e.g. superseded memories) never appear.
         """
+        keys, scores = self.search_arrays(query, k, allowed=allowed, excluded=excluded)
+        return [Hit(key, s) for key, s in zip(keys.tolist(), scores.tolist(), strict=True)]
+
+    def search_arrays(
+        self, query: npt.ArrayLike, k: int, *, allowed: KeysLike | None = None, excluded: KeysLike | None = None
+    ) -> tuple[I64, F32]:
+        """``search`` as two arrays (keys, scores), best first: no object per hit."""
         q = self._query(query)
         if k <= 0:
-            return []
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         ex = as_keys(excluded) if excluded is not None else np.empty(0, dtype=np.int64)
         with self._lock:
             if allowed is not None:
@@ -278,7 +285,7 @@ class VectorIndex:
                 if ex.size:
                     keep = ~np.isin(keys, ex)
                     keys, scores = keys[keep], scores[keep]
-        return [Hit(int(key), float(s)) for key, s in zip(keys[:k].tolist(), scores[:k].tolist(), strict=True)]
+        return keys[:k], scores[:k]
 
     def _filtered(self, q: F32, k: int, allowed: I64) -> tuple[I64, F32]:
         if self._exact is not None:
@@ -302,20 +309,20 @@ class VectorIndex:
 
     def scores(self, query: npt.ArrayLike, keys: KeysLike) -> list[Hit]:
         """Exact inner products of the query with the given keys' vectors (keys not held are skipped), key order."""
+        present, scores = self.scores_arrays(query, keys)
+        return [Hit(key, s) for key, s in zip(present.tolist(), scores.tolist(), strict=True)]
+
+    def scores_arrays(self, query: npt.ArrayLike, keys: KeysLike) -> tuple[I64, F32]:
+        """``scores`` as two arrays (the keys held, in the order given, and their scores)."""
         q = self._query(query)
         k = as_keys(keys)
         with self._lock:
             if self._exact is not None:
                 rows = self._exact.positions(k)
-                return [
-                    Hit(int(key), float(s))
-                    for key, s in zip(
-                        self._exact.keys[rows].tolist(), (self._exact.matrix[rows] @ q).tolist(), strict=True
-                    )
-                ]
+                return self._exact.keys[rows], self._exact.matrix[rows] @ q
             assert self._hnsw is not None
             present, vecs = self._hnsw.vectors_of(k)
-        return [Hit(int(key), float(s)) for key, s in zip(present.tolist(), (vecs @ q).tolist(), strict=True)]
+        return present, vecs @ q
 
     # -- files ------------------------------------------------------------------------------------
     def save(self, *, closing: bool = False) -> IndexMeta | None:

@@ -220,6 +220,16 @@ class HotScope:
         row = self.row(memory_id)
         return None if row is None else row.pk
 
+    def ids_of_pks(self, pks: Sequence[int]) -> list[str | None]:
+        """``id_of_pk`` of each key, in order."""
+        slot_of, rows = self._slot_of_pk, self.rows
+        out: list[str | None] = []
+        for pk in pks:
+            slot = slot_of.get(pk)
+            row = None if slot is None else rows[slot]
+            out.append(None if row is None else row.id)
+        return out
+
     def neighbours(self, memory_ids: Sequence[str], width: int) -> dict[str, tuple[str | None, int]]:
         """The memories within ``width`` positions of each listed one in its session (the listed ones included)."""
         out: dict[str, tuple[str | None, int]] = {}

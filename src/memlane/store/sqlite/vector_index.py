@@ -50,20 +50,20 @@ class SQLiteVectorIndex:
             # Superseded memories are few: leave them out of an unfiltered search.
             with self._hot.using(user_id) as model:
                 stale = model.superseded_pks() if model is not None else superseded(self._db, user_id)[0]
-            hits = index.search(q, limit, excluded=stale)
+            keys, scores = index.search_arrays(q, limit, excluded=stale)
         elif is_empty(filters):
-            hits = index.search(q, limit)
+            keys, scores = index.search_arrays(q, limit)
         else:
             allowed = self._allowed_keys(user_id, filters)
             if not allowed:
                 return []
-            hits = index.search(q, limit, allowed=allowed)
+            keys, scores = index.search_arrays(q, limit, allowed=allowed)
+        pks, values = keys.tolist(), scores.tolist()
         with self._hot.using(user_id) as model:
             if model is not None:
-                found = [(model.id_of_pk(h.key), h.score) for h in hits]
-                return [(mid, score) for mid, score in found if mid is not None]
-        ids = self._cache.ids_of([h.key for h in hits])
-        return [(ids[h.key], h.score) for h in hits if h.key in ids]
+                return [(mid, s) for mid, s in zip(model.ids_of_pks(pks), values, strict=True) if mid is not None]
+        ids = self._cache.ids_of(pks)
+        return [(ids[pk], s) for pk, s in zip(pks, values, strict=True) if pk in ids]
 
     def vector_scores(self, user_id: str, query: Vectors, memory_ids: Sequence[str]) -> dict[str, float]:
         index = self._cache.get(user_id)
@@ -75,7 +75,8 @@ class SQLiteVectorIndex:
             else:
                 keys = self._cache.keys_of(user_id, list(dict.fromkeys(memory_ids)))
         q = np.asarray(query, dtype=np.float32).reshape(-1)
-        return {keys[h.key]: h.score for h in index.scores(q, list(keys))}
+        present, scores = index.scores_arrays(q, list(keys))
+        return dict(zip(map(keys.__getitem__, present.tolist()), scores.tolist(), strict=True))
 
     def cached_vectors(self, embed_hashes: Sequence[str]) -> dict[str, Vectors]:
         rows = self._db.read_in(
