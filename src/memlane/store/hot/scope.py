@@ -381,16 +381,18 @@ class HotScope:
             slots, scores = slots[keep], scores[keep]
         order = np.lexsort((self._pk.a[slots], -scores))[:limit]
         rows = self.rows
-        return [(rows[int(slots[i])].id, float(scores[i])) for i in order]  # type: ignore[union-attr]
+        return [
+            (rows[slot].id, score)  # type: ignore[union-attr]
+            for slot, score in zip(slots[order].tolist(), scores[order].tolist(), strict=True)
+        ]
 
     def text_scores(self, terms: Sequence[str], memory_ids: Sequence[str]) -> dict[str, float]:
         """The BM25 of each listed memory that matches (the others score nothing)."""
         _, total = self._scored(terms)
-        out: dict[str, float] = {}
-        for mid in memory_ids:
-            slot = self._slot_of_id.get(mid)
-            if slot is not None and slot < len(total):
-                score = float(total[slot])
-                if score > 0.0:  # a match scores at least its IDF floor (1e-6) times a positive fraction
-                    out[mid] = score
-        return out
+        slot_of, n = self._slot_of_id, len(total)
+        held = [(mid, slot) for mid in memory_ids if (slot := slot_of.get(mid)) is not None and slot < n]
+        if not held:
+            return {}
+        scores = total[[slot for _, slot in held]].tolist()
+        # A match scores at least its IDF floor (1e-6) times a positive fraction: 0 is no match.
+        return {mid: score for (mid, _), score in zip(held, scores, strict=True) if score > 0.0}
