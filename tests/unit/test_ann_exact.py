@@ -106,6 +106,9 @@ def test_the_preselection_reads_a_few_percent_of_the_rows() -> None:
 @settings(max_examples=40, deadline=None)
 @example(steps=[("add", 0, 1), ("add", 0, 1), ("replace", 55, 1), ("add", 203, 1), ("search", 240, 1)])  # equal vectors
 @example(steps=[("bulk", 1, 1), ("search", 7, 3), ("bulk", 2, 1), ("code", 0, 1), ("search", 7, 3), ("add", 3, 1)])
+@example(  # a removal moves a row added uncoded into a coded row's place: code_all must code it there
+    steps=[("add", 0, 1), ("bulk", 1, 1), ("remove", 2, 1), ("code", 0, 1)] + [("search", s, 3) for s in range(8)]
+)
 @example(  # equal vectors (a replaced key takes the row of another key) searched before code_all
     steps=[("add", 0, 1)] * 4
     + [("add", 6, 1), ("remove", 0, 1), ("add", 1, 1), ("add", 0, 1), ("replace", 1, 1), ("bulk", 0, 1)]
@@ -194,6 +197,42 @@ def test_a_bulk_load_codes_each_row_once(monkeypatch: pytest.MonkeyPatch) -> Non
         assert [(h.key, h.score) for h in bulk.search(vecs[i], 10)] == [
             (h.key, h.score) for h in one_by_one.search(vecs[i], 10)
         ]
+
+
+def test_a_small_write_in_a_deferred_block_codes_its_own_rows_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every replayed change (a chat turn's vector, applied from the feed) runs inside ``deferred()``: it must not
+    centre and code the whole matrix again (it did: 10,000 rows coded per one-message add, 23 ms of a 28 ms add).
+    """
+    from memlane.store.ann import IndexSettings, VectorIndex
+
+    rng = np.random.default_rng(12)
+    vecs = _anisotropic(rng, 10_003)
+    index = VectorIndex(DIM, "test", IndexSettings(exact_below=50_000))
+    with index.deferred():
+        index.add(np.arange(10_000, dtype=np.int64), vecs[:10_000])
+    coded: list[int] = []
+    real = ExactVectors._encode_block
+
+    def counted(self: ExactVectors, rows: object) -> None:
+        coded.append(len(self._buf[rows]))  # type: ignore[index]
+        real(self, rows)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ExactVectors, "_encode_block", counted)
+    with index.deferred():
+        index.add(np.array([10_000], dtype=np.int64), vecs[10_000:10_001])
+    with index.deferred():  # a replacement and a new row
+        index.add(np.array([5, 10_001], dtype=np.int64), vecs[10_001:10_003])
+    with index.deferred():
+        index.remove([7])
+    assert sum(coded) == 3
+    for i in (0, 5, 10_000, 10_001):
+        q = vecs[i] + rng.normal(0, 0.05, DIM).astype(np.float32)
+        got = [(h.key, h.score) for h in index.search(q, 10)]
+        held = index._exact
+        assert held is not None
+        want_keys, want_scores = _float32_top(held, q, 10)
+        assert [k for k, _ in got] == want_keys
+        np.testing.assert_allclose([s for _, s in got], want_scores, rtol=0, atol=1e-6)
 
 
 def test_adopted_arrays_are_used_in_place_and_others_copied() -> None:

@@ -84,6 +84,10 @@ class ExactVectors:
         self._norm = 0.0  # at least the largest row norm ever held (removals never lower it: the bound stays safe)
         self._n = 0
         self._uncoded = not coded  # rows were added with ``code=False`` and ``code_all`` has not run since
+        # While uncoded: the rows written since (replaced rows, and every row from ``_fresh_from`` on), which are
+        # all ``code_all`` has to code unless the rows held have doubled (then it centres again and codes them all).
+        self._pending: set[int] = set()
+        self._fresh_from: int | None = None
         self._pos: dict[int, int] = {}
         if keys is not None and vectors is not None and n:
             self.add(keys, vectors)
@@ -173,6 +177,8 @@ class ExactVectors:
         self._uncoded = self._uncoded or not code
         if replaced and not self._uncoded:
             self._encode(np.asarray(replaced, dtype=np.int64))
+        elif replaced and self.coded:
+            self._pending.update(replaced)
         fresh = np.arange(len(keys), dtype=np.int64) if first else np.asarray(fresh_rows, dtype=np.int64)
         if not len(fresh):
             return
@@ -185,16 +191,30 @@ class ExactVectors:
             self._keys[start : start + len(fresh)] = new_keys
         self._pos.update(zip(new_keys.tolist(), range(start, start + len(fresh)), strict=True))
         self._n = start + len(fresh)
-        if not self._uncoded and not self._recentre():  # (which codes every row, these too)
+        if self._uncoded:
+            if self.coded and self._fresh_from is None:
+                self._fresh_from = start
+        elif not self._recentre():  # (which codes every row, these too)
             self._encode(slice(start, self._n))
 
     def code_all(self) -> None:
-        """After adds with ``code=False``: centre on the mean row (from ``CODED_FROM`` rows) and code every row."""
+        """After adds with ``code=False``: code the rows written since, against the current centre, or (when the
+        rows held have doubled since it was set: a first load, a large replay) centre on the mean row and code every
+        row. A write of a few rows never codes the whole matrix again.
+        """
         if not self._uncoded or not self.coded:
             return
         self._uncoded = False
-        if not self._recentre(due=True):
-            self._encode(slice(0, self._n))
+        pending, fresh_from = self._pending, self._fresh_from
+        self._pending, self._fresh_from = set(), None
+        if self._recentre():
+            return
+        end = self._n if fresh_from is None else min(fresh_from, self._n)
+        rows = sorted(p for p in pending if p < end)
+        if rows:
+            self._encode(np.asarray(rows, dtype=np.int64))
+        if end < self._n:
+            self._encode(slice(end, self._n))
 
     def remove(self, keys: I64) -> int:
         """Remove the keys held (others are ignored); how many were removed."""
@@ -204,6 +224,11 @@ class ExactVectors:
             if at is None:
                 continue
             last = self._n - 1
+            if self._uncoded and self.coded:  # the row moved keeps its place in what code_all codes
+                moved_uncoded = (self._fresh_from is not None and last >= self._fresh_from) or last in self._pending
+                self._pending.discard(last)
+                if at != last and moved_uncoded:
+                    self._pending.add(at)
             if at != last:
                 moved = int(self._keys[last])
                 coded = (self._codes, self._scale, self._coded, self._residual) if self.coded else ()
