@@ -18,7 +18,7 @@ from memlane.embedding.base import Vectors
 from memlane.enrich.entities import AliasRow, canonical
 from memlane.errors import NotFoundError, StoreError
 from memlane.graph.types import RelationClaim
-from memlane.models import HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKind, utcnow
+from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKind, utcnow
 from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.postgres.db import Database
 from memlane.store.postgres.entities import write_aliases, write_entities
@@ -239,9 +239,9 @@ class PostgresWrites:
             remove_row(c, user_id, pk, memory_id, at, {})
             derived = run(
                 c,
-                "SELECT pk, id, sources FROM memories WHERE user_id = %s AND kind != 'message' "
+                "SELECT pk, id, sources FROM memories WHERE user_id = %s AND kind = ANY(%s) "  # (user_id, kind) index
                 "AND sources::jsonb @> jsonb_build_array(jsonb_build_object('memory_id', %s::text)) ORDER BY pk",
-                (user_id, memory_id),
+                (user_id, [str(k) for k in TYPED_KINDS], memory_id),
             ).fetchall()
             for dpk, mid, sources in derived:
                 kept = [ref for ref in json.loads(sources) if ref.get("memory_id") != memory_id]

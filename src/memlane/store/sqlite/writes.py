@@ -17,7 +17,7 @@ from memlane.embedding.base import Vectors
 from memlane.enrich.entities import AliasRow
 from memlane.errors import NotFoundError, StoreError
 from memlane.graph.types import RelationClaim
-from memlane.models import HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKind, utcnow
+from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKind, utcnow
 from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.records import AccessUse, embed_hash
 from memlane.store.sqlite.ann_feed import AnnIndexes
@@ -340,10 +340,12 @@ class SQLiteWrites:
             pk = row_key(c, user_id, memory_id)
             removed = [(pk, memory_id)]
             remove_row(c, user_id, pk, memory_id, at, {})
+            # The typed memories by the (user_id, kind) index (a scope's messages are never read): kind IN (...),
+            # since kind != 'message' made SQLite walk every row of the user (a delete at 100k: 55 -> 9 ms).
             for dpk, mid, sources in c.execute(
-                "SELECT pk, id, sources FROM memories m WHERE m.user_id = ? AND m.kind != 'message' AND EXISTS "
-                "(SELECT 1 FROM json_each(m.sources) s WHERE json_extract(s.value, '$.memory_id') = ?)",
-                (user_id, memory_id),
+                f"SELECT pk, id, sources FROM memories m WHERE m.user_id = ? AND m.kind IN ({marks(len(TYPED_KINDS))}) "
+                "AND EXISTS (SELECT 1 FROM json_each(m.sources) s WHERE json_extract(s.value, '$.memory_id') = ?)",
+                (user_id, *TYPED_KINDS, memory_id),
             ).fetchall():
                 kept = [ref for ref in json.loads(sources) if ref.get("memory_id") != memory_id]
                 if kept:
