@@ -126,6 +126,19 @@ def test_several_expressions_and_the_best_event_time() -> None:
         ("What changed after May 2021?", d(2021, 6, 1), OPEN_END),
         ("What have I read since 2019?", d(2019, 1, 1), OPEN_END),
         ("Which jobs did I have until June 2022?", OPEN_START, d(2022, 7, 1)),
+        # a month followed by its day is a date, not "before <month>" of the reference's year
+        ("What did she do before August 3, 2021?", OPEN_START, d(2021, 8, 3)),
+        ("What changed after 3 August 2021?", d(2021, 8, 4), OPEN_END),
+        # spans anchored on a date (the reference, 2023-05-10, plays no part)
+        ("What did John do the week before August 3, 2021 with his kids?", d(2021, 7, 27), d(2021, 8, 3)),
+        ("What did Mel do the weekend before 17 July 2021?", d(2021, 7, 10), d(2021, 7, 12)),  # 17 July: Saturday
+        ("What did we do over the weekend before 4th October, 2021?", d(2021, 10, 2), d(2021, 10, 4)),
+        ("What happened on the Sunday before 25 May 2021?", d(2021, 5, 23), d(2021, 5, 24)),
+        ("What did they plan on the Saturday after October 28, 2021?", d(2021, 10, 30), d(2021, 10, 31)),
+        ("What did I get two weeks before August 11, 2021?", d(2021, 7, 28), d(2021, 8, 4)),
+        ("Where was I the day after 2021-05-08?", d(2021, 5, 9), d(2021, 5, 10)),
+        ("What did I do three days before May 8, 2021?", d(2021, 5, 5), d(2021, 5, 6)),
+        ("What did we do the week after June 9, 2021?", d(2021, 6, 10), d(2021, 6, 17)),
     ],
 )
 def test_query_time_range(query: str, start: datetime, end: datetime) -> None:

@@ -12,6 +12,8 @@ from typing import Final, Literal
 
 from dateparser.date import DateDataParser  # type: ignore[import-untyped]  # no stubs shipped
 
+from memlane.enrich.anchored import PREFIX as _ANCHORED_PREFIX
+from memlane.enrich.anchored import anchored_span
 from memlane.enrich.cues import ascii_words, cue_words, may_hold
 from memlane.enrich.relative import NO_TIME, resolve_relative
 from memlane.models import as_utc
@@ -91,13 +93,20 @@ _PATTERNS: Final = [
     r"(?:\d{4}-\d{2}-\d{2})",
     r"(?:\d{1,2}/\d{1,2}/(?:\d{4}|\d{2}))",
     # a month named after a preposition ("in June"; bare "may" is a verb far more often than a month)
-    rf"(?:(?:in|since|during|until|till|by|early|late|mid|before|after)(?:\s+|-){_MONTH_FULL}(?:,?\s+{_YEAR})?)",
+    rf"(?:(?:in|since|during|until|till|by|early|late|mid|before|after)(?:\s+|-){_MONTH_FULL}(?:,?\s+{_YEAR})?"
+    rf"(?!,?\s+{_DAY}\b))",
     rf"(?:(?:on\s+)?{_WEEKDAY})",
     rf"(?:(?:in|since|during|until|till|by|before|after|from|of|back\s+in)\s+{_YEAR}(?![-/]\d))",
     rf"(?P<bare_year>(?<![\d$€£.,]){_YEAR}(?![\d%]|[-/.,]\d|\s*{_COUNTED}))",
 ]
 
 _CANDIDATES: Final = re.compile(r"\b(?:" + "|".join(_PATTERNS) + r")\b", re.IGNORECASE)
+# A span anchored on an explicit date ("the week before August 3, 2023", "two weeks after 9 June 2023").
+_EXPLICIT_DATE = (
+    rf"(?:{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?|{_MONTH}\s+{_DAY}(?:,?\s+{_YEAR})?(?!\d)|{_MONTH},?\s+{_YEAR}"
+    r"|\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/(?:\d{4}|\d{2}))"
+)
+_ANCHORED: Final = re.compile(rf"\b{_ANCHORED_PREFIX}\s+(?:the\s+)?(?P<date>{_EXPLICIT_DATE})\b", re.IGNORECASE)
 
 # Every candidate contains a digit or one of these words: a set lookup rules most turns out in microseconds.
 _TIME_WORD_LIST: Final = (
@@ -365,7 +374,9 @@ _STARTS_AFTER: Final = {"after": True, "later than": True, "since": False}
 def query_time_range(query: str, now: datetime) -> TimeSpan | None:
     """The time constraint of a question, resolved against ``now``; None when it has none.
 
-    "in May 2023", "last year", "yesterday" give their span; "before X" gives ``[OPEN_START, X.start)``,
+    "in May 2023", "last year", "yesterday" give their span; "the week before X", "the Sunday after X", "two weeks
+    before X" (X an explicit date) give the span they name near X (``memlane.enrich.anchored``); "before X" gives
+    ``[OPEN_START, X.start)``,
     "until X" / "by X" give ``[OPEN_START, X.end)``, "after X" gives ``[X.end, OPEN_END)`` and "since X" gives
     ``[X.start, OPEN_END)``, when X is a date. Event anchors ("before the wedding") are not dates and give None.
     Bare weekday and month names resolve to the past.
@@ -373,6 +384,15 @@ def query_time_range(query: str, now: datetime) -> TimeSpan | None:
     if not _may_have_time(query):
         return None
     reference_day = as_utc(now).date()
+    anchored = _ANCHORED.search(query)
+    if anchored is not None:
+        anchor = _resolve(_normalise(anchored.group("date")), reference_day, "past", "plain")
+        if anchor is not None:
+            groups = anchored.group("direction", "unit", "count", "units")
+            start, end, granularity = anchored_span(
+                anchor[0], anchor[1], direction=groups[0], unit=groups[1], count=groups[2], units=groups[3]
+            )
+            return TimeSpan(start, end, anchored.group(0), granularity)
     for match in _CANDIDATES.finditer(query):
         resolved = _resolve(_normalise(match.group(0)), reference_day, "past", _kind(match))
         if resolved is None:
