@@ -76,24 +76,25 @@ SQLite file with its WAL (and the vector index folder) after closing. The runs s
 runs the chat workload: 200 times, one `add` of one message to the queried user, then the timed search (the "chat"
 columns), which shows any per-write index or cache cost that a search pays for.
 
-**What these runs cover.** The `scale-static` rows (1k, 10k, 100k) were made on 2026-11-25 at 01:55 (load
-average 1.4 at the start, from the runs before it) with this round's code: search returns one hit per statement
-(a typed memory folded into the turn it restates; fused to `top_k` first, deeper only when something folds), a
-common term's BM25 matches are kept between searches in the read model (`store/hot/termcache.py`), and a graph
-built in the background is laid out again before it is installed; besides the previous rounds' bf16 HNSW graph
-rescored from float32 rows, its beam growing past 100,000 vectors, and the read model of a scope of 20,000
-memories or more built on a thread of its own at the first search. The `-1m` row was made at 01:30-01:50 (load 0.8
-at the start) with the same code but for the fusion-depth fix (which only saves work: about 0.5 ms a search).
-At 1M the three changes of this round moved search from p50 33.5 / p95 51.5 ms (the previous round's run) to
-26.7 / 39.8, chat 32.4 / 49.9 to 28.2 / 45.5: in a run with the term cache but the graph as built, 35.2 / 63.5
-(p99 155); reopened in a new process, which loads the graph from its file, the same store searched in 24.3 / 41.2
-in a scratch timing. A graph grown by inserts keeps its nodes where the allocator put them, among a bulk ingest's
-objects; one read back from bytes holds them in one block. The relayout costs a second copy of the graph for a
-moment (peak RSS 10.3 GB at 1M against 9.3). At 10k the search was 5.21, 6.01, 5.51 and 4.84 ms p50 in four runs of
-this round's trees (the first three before the fusion-depth fix) and 4.23-4.58 in four runs of the previous round's
-tree alternating with this one's, which gave 4.49-4.52 after the fix: this machine's noise is about a millisecond
-here, half of it the fixed cost of every search (3.6-4.2 ms at 1k). The `-minilm` rows were made on 2026-11-24 at 23:51 with the previous round's code (MiniLM
-ingest is bound by the model; this round changed nothing on the write path). The
+**What these runs cover.** The `scale-static` rows (1k, 10k, 100k) were made on 2026-11-25 at 03:30 (load
+average 0.3 at the start) and the `-minilm` rows at 03:36 (1.9) with this round's code. It fixed a defect on the
+write path: every change replayed from the feed into an open scope's exact vectors (so every chat turn's `add`)
+coded the whole int8 copy again, not the rows it wrote ("chat add p50": 12.4 -> 3.1 ms at 1k, 25.0 -> 5.2 ms at
+10k; 100k, past exact search, was not affected). It also made exact search rescore about 2.5x fewer rows (the floor
+of its second pass is the k-th best float32 score of the best 2k int8 estimates) and trimmed fusion and the vector
+index's per-candidate objects: 7-9% less CPU a search at 1k and 10k in paired runs with the previous tree; the
+p50s here (3.58, 4.49, 8.63 ms) are inside this machine's run-to-run spread of the previous run (3.61, 4.84, 8.06),
+which is why the code was compared in pairs. The previous round's changes are in these rows too: one hit per
+statement, a common term's BM25 matches kept between searches in the read model (`store/hot/termcache.py`), a graph
+built in the background laid out again before it is installed, the bf16 HNSW graph rescored from float32 rows with
+its beam growing past 100,000 vectors, and the read model of a scope of 20,000 memories or more built on a thread
+of its own. The `-1m` row was made on 2026-11-25 at 01:30-01:50 (load 0.8 at the start) with the previous round's
+code: at 1M that round moved search from p50 33.5 / p95 51.5 ms to 26.7 / 39.8 (a run with the term cache but the
+graph as built: 35.2 / 63.5). The `-qdrant-local-10k` row keeps records in SQLite and the vectors in Qdrant's local
+mode (`sqlite:///PATH?vectors=qdrant+local`, qdrant-client's embedded implementation, 03:37): that mode checks
+every point's payload filter in Python on every search (152.8 ms p50 at 10k; in a profile 96% of a search was that filter), so it
+is for development and tests; a Qdrant server filters with its payload indexes (no server could be installed here
+to measure one). The
 other SQLite rows
 (`-users`, `-clients-sqlite`)
 were made on 2026-11-24 from 13:46, one after the other, with the code of that afternoon: the per-user read
@@ -140,10 +141,14 @@ ingests the same corpus (one scope) for the speed figures; each measurement runs
 network refused (any attempt would be listed below) and telemetry off (`MEM0_TELEMETRY=False`,
 `anonymized_telemetry=False`, `HF_HUB_OFFLINE=1`). Ingest time includes any index build the system needs before
 searching (bm25s, LanceDB's full-text index, and since 2026-11-24 14:30 memlane's vector index, opened by a
-scope's first search and waited for: the HNSW graph is about 50 s of the 105 s of the 100k ingest in Run 8; earlier
-runs left it out of memlane's ingest). Run 8 ran with `MEMLANE_INFER=0` (turns stored with write-time enrichment,
-no typed-memory extraction: the issue's measure, and what LanceDB's rows are); the same command with extraction on,
-minutes before, gave memlane 1,303 items/s at 10k and 713 at 100k, search p50 5.73 and 11.51 ms. Ratios are memlane/peer: above 1 means memlane is higher (better for recall and ingest rate); for latency,
+scope's first search and waited for: the HNSW graph, built in the background past 50,000 vectors, is about 36 s
+of the 78 s of the 100k ingest in Run 7; earlier runs left it out of memlane's ingest). Runs 7 (static vectors for
+both) and 8 (MiniLM for both) ran on 2026-11-25 at 03:32 and 03:35 with `MEMLANE_INFER=0` (turns stored with
+write-time enrichment, no typed-memory extraction: the issue's measure, and what LanceDB's rows are); the static
+command with extraction on, run on the previous round's tree, gave memlane 1,303 items/s at 10k and 713 at 100k,
+search p50 5.73 and 11.51 ms. Run 8's MiniLM figures move between runs: an earlier run the same night (02:39,
+load 0.2 at the start) gave memlane 303 against LanceDB's 286 items/s (1.06x) and search p50 7.67 against 27.80 ms
+(0.276x); Run 8 gave 0.925x and 0.299x. Ratios are memlane/peer: above 1 means memlane is higher (better for recall and ingest rate); for latency,
 below 1 means memlane is faster. Ratios compare systems of the same run.
 
 **Same input for all.** Every system, memlane included, is given each LoCoMo turn in the same form: in the runs
