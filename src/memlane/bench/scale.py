@@ -104,7 +104,6 @@ class ScaleReport(BaseModel):
     clients: list[ClientsPoint] = Field(default_factory=list, description="Concurrent-client points (--clients)")
 
 
-
 def store_label(url: str) -> str:
     """The backends of a store URL, for a row's name: ``postgresql``, ``sqlite + qdrant+local`` (never the path,
     host or credentials).
@@ -113,6 +112,7 @@ def store_label(url: str) -> str:
     options = dict(p.partition("=")[::2] for p in rest.partition("?")[2].split("&") if p)  # as the opener reads them
     vectors = unquote(options.get("vectors", ""))
     return f"{scheme} + {vectors.partition('://')[0]}" if vectors else scheme
+
 
 def parse_max_sizes(values: Sequence[str] | None) -> dict[str, int]:
     """``["minilm=100000"]`` as ``{"minilm": 100000}``."""
@@ -366,9 +366,7 @@ def points_table(points: Sequence[ScalePoint]) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for p in points:
-        chat = (
-            f"{p.chat_p50_ms:.2f} | {p.chat_p95_ms:.2f} | {p.chat_add_p50_ms:.2f}" if p.chat_queries else "– | – | –"
-        )
+        chat = f"{p.chat_p50_ms:.2f} | {p.chat_p95_ms:.2f} | {p.chat_add_p50_ms:.2f}" if p.chat_queries else "– | – | –"
         first = f"{p.first_search_ms / 1000:,.2f}" if p.first_search_ms else "–"
         ready = "–" if p.graph_ready_s is None else f"{p.graph_ready_s:,.1f}"
         again = f"{p.reopen_search_ms / 1000:,.2f}" if p.reopen_search_ms else "–"

@@ -382,8 +382,7 @@ class HotScope:
         order = np.lexsort((self._pk.a[slots], -scores))[:limit]
         rows = self.rows
         return [
-            (rows[slot].id, score)  # type: ignore[union-attr]
-            for slot, score in zip(slots[order].tolist(), scores[order].tolist(), strict=True)
+            (rows[slot].id, score) for slot, score in zip(slots[order].tolist(), scores[order].tolist(), strict=True)
         ]
 
     def text_scores(self, terms: Sequence[str], memory_ids: Sequence[str]) -> dict[str, float]:
