@@ -43,6 +43,7 @@ from memlane.extraction.factory import make_extraction
 from memlane.graph.neighbourhood import Neighbourhood, neighbourhood, resolve_entity
 from memlane.graph.relations import relations_by_user
 from memlane.graph.types import RelationEdge
+from memlane.ids import new_id
 from memlane.lifecycle.access import AccessTally
 from memlane.lifecycle.distill import EXTRACT_JOB, Distiller, typed_hash
 from memlane.lifecycle.locks import Leases
@@ -334,7 +335,7 @@ class Memory:
             seen[key] = occurrence + 1
             items.append(
                 MemoryItem(
-                    id=uuid.uuid4().hex,
+                    id=new_id(),
                     user_id=user_id,
                     agent_id=agent_id,
                     session_id=session_id,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +22,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from memlane.enrich.entities import AliasRow, canonical
 from memlane.errors import ValidationError
+from memlane.ids import new_id
 from memlane.models import MemoryItem, MemoryKind, parse_time, utcnow
 from memlane.security.validation import Limits, check_metadata, check_text, check_time
 
@@ -189,7 +189,7 @@ def prepare(
             meta["tags"] = [{"label": t.label, "kind": t.kind, "entity": t.entity} for t in p.tags]
         items.append(
             MemoryItem(
-                id=uuid.uuid4().hex,
+                id=new_id(),
                 user_id=user_id,
                 agent_id=agent_id,
                 session_id=session_id or obs.stream,

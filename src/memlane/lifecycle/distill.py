@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,6 +15,7 @@ from memlane.enrich.entities import AliasRow
 from memlane.extraction.base import Candidate, ExtractionFailure, Extractor
 from memlane.extraction.offline import RuleExtractor
 from memlane.graph.relations import relations_from_claims
+from memlane.ids import new_id
 from memlane.lifecycle.consolidate import ATTRIBUTE, SUBJECT, VALUE, Action, Consolidator, Related, supersede
 from memlane.lifecycle.dedup import cosine, merge_into, merge_sources, normalised_hash
 from memlane.lifecycle.survival import SurvivalWeights, choose_evictions
@@ -185,7 +185,7 @@ class Distiller:
             return JobOutcome(job.id, JobState.FAILED, reason, payload), []
         now = utcnow()
         record = Job(
-            id=uuid.uuid4().hex,
+            id=new_id(),
             user_id=user_id,
             kind=EXTRACT_JOB,
             payload=payload,
@@ -311,7 +311,7 @@ class Distiller:
             if value is not None:
                 metadata[key] = value
         return MemoryItem(
-            id=uuid.uuid4().hex,
+            id=new_id(),
             user_id=user_id,
             agent_id=agent,
             session_id=sessions.pop() if len(sessions) == 1 else None,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from memlane.embedding.base import Vectors
+from memlane.ids import new_id
 from memlane.lifecycle.distill import typed_hash
 from memlane.lifecycle.routines import Routine, detect_routines
 from memlane.models import Filters, HistoryEntry, HistoryEvent, MemoryItem, MemoryKind, SourceRef, utcnow
@@ -21,7 +21,7 @@ def _item(user_id: str, routine: Routine, by_id: dict[str, MemoryItem]) -> Memor
     now = utcnow()
     sources = [by_id[i] for i in routine.sources if i in by_id]
     return MemoryItem(
-        id=uuid.uuid4().hex,
+        id=new_id(),
         user_id=user_id,
         kind=MemoryKind.ROUTINE,
         speaker=routine.who if sources and sources[0].speaker else None,
