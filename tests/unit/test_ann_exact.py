@@ -166,14 +166,8 @@ def test_the_int8_copy_follows_every_write(steps: list[tuple[str, int, int]]) ->
         exact_mod.CODED_FROM = original
 
 
-def test_a_bulk_load_codes_each_row_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A rebuild adds batches inside ``VectorIndex.deferred()``: the int8 copy is coded once at its end (adding
-    batch by batch coded the rows of each batch and again at every doubling), and searches give the same results.
-    """
-    from memlane.store.ann import IndexSettings, VectorIndex
-
-    rng = np.random.default_rng(9)
-    vecs = _anisotropic(rng, 20_000)
+def _count_coded_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the blocks of rows ``ExactVectors`` codes from now on (appended as they are coded)."""
     coded: list[int] = []
     real = ExactVectors._encode_block
 
@@ -182,6 +176,18 @@ def test_a_bulk_load_codes_each_row_once(monkeypatch: pytest.MonkeyPatch) -> Non
         real(self, rows)  # type: ignore[arg-type]
 
     monkeypatch.setattr(ExactVectors, "_encode_block", counted)
+    return coded
+
+
+def test_a_bulk_load_codes_each_row_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rebuild adds batches inside ``VectorIndex.deferred()``: the int8 copy is coded once at its end (adding
+    batch by batch coded the rows of each batch and again at every doubling), and searches give the same results.
+    """
+    from memlane.store.ann import IndexSettings, VectorIndex
+
+    rng = np.random.default_rng(9)
+    vecs = _anisotropic(rng, 20_000)
+    coded = _count_coded_rows(monkeypatch)
     bulk = VectorIndex(DIM, "test", IndexSettings(exact_below=50_000))
     with bulk.deferred():
         for lo in range(0, 20_000, 5_000):
@@ -210,14 +216,7 @@ def test_a_small_write_in_a_deferred_block_codes_its_own_rows_only(monkeypatch: 
     index = VectorIndex(DIM, "test", IndexSettings(exact_below=50_000))
     with index.deferred():
         index.add(np.arange(10_000, dtype=np.int64), vecs[:10_000])
-    coded: list[int] = []
-    real = ExactVectors._encode_block
-
-    def counted(self: ExactVectors, rows: object) -> None:
-        coded.append(len(self._buf[rows]))  # type: ignore[index]
-        real(self, rows)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(ExactVectors, "_encode_block", counted)
+    coded = _count_coded_rows(monkeypatch)
     with index.deferred():
         index.add(np.array([10_000], dtype=np.int64), vecs[10_000:10_001])
     with index.deferred():  # a replacement and a new row

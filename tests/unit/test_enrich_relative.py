@@ -9,10 +9,10 @@ from typing import get_args
 import pytest
 
 from memlane.enrich.relative import (
-    _COUNT_WORDS,
     _DAY_WORDS,
     _MONTHS,
     _WEEKDAYS,
+    COUNT_WORDS,
     NO_TIME,
     Prefer,
     resolve_relative,
@@ -148,7 +148,7 @@ def test_parse_prefers_the_direct_reading() -> None:
 def test_every_shape_matches_dateparser_over_many_days() -> None:
     rng = random.Random(0)
     days = EDGE_DAYS + [date(1995, 1, 1) + timedelta(days=rng.randrange(20_000)) for _ in range(6)]
-    _assert_same(_counted([*_COUNT_WORDS, *map(str, range(1, 100))]) + _one_counted(list(_COUNT_WORDS)), days)
+    _assert_same(_counted([*COUNT_WORDS, *map(str, range(1, 100))]) + _one_counted(list(COUNT_WORDS)), days)
     _assert_same(FIXED, [date(2023, 6, 1) + timedelta(days=i) for i in range(400)])  # a leap February in it
     years = [f"{prefix}{year}" for prefix in ("", "in ") for year in range(1950, 2050)]
     _assert_same(years, EDGE_DAYS)

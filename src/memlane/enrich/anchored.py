@@ -11,25 +11,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Final
 
+from memlane.enrich.relative import COUNT_WORDS
+
 _WEEKDAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_COUNTS: Final = {
-    "a": 1,
-    "an": 1,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "a couple of": 2,
-    "a few": 3,
-}
+_COUNTS: Final = {**COUNT_WORDS, "a couple of": 2, "a few": 3}
 #: The length of a unit in days (a month and a year as their usual lengths: the span is a search window).
 _DAYS: Final = {"day": 1, "week": 7, "fortnight": 14, "month": 30, "year": 365}
 

@@ -23,7 +23,8 @@ _WEEKDAYS: Final = {
     for index, name in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
 }
 #: Count words dateparser reads as numbers in "<count> <unit> ago" and "in <count> <unit>".
-_COUNT_WORDS: Final = {
+#: Count words and their numbers (also read by ``memlane.enrich.anchored``).
+COUNT_WORDS: Final = {
     "a": 1,
     "an": 1,
     "one": 1,
@@ -39,13 +40,13 @@ _COUNT_WORDS: Final = {
     "eleven": 11,
     "twelve": 12,
 }
-_COUNT: Final = r"(?P<count>[1-9]\d?|" + "|".join(_COUNT_WORDS) + ")"
+_COUNT: Final = r"(?P<count>[1-9]\d?|" + "|".join(COUNT_WORDS) + ")"
 _UNIT: Final = r"(?P<unit>day|week|fortnight|month|year)s?"
 _AGO: Final = re.compile(rf"{_COUNT} {_UNIT} ago")
 _IN: Final = re.compile(rf"in {_COUNT} {_UNIT}")
 # A window's count word after a "1 " ("over the last two days" is read as "1 two days ago"): dateparser reads the
 # count and, for months only, takes the 1 for the day of the month.
-_ONE_COUNT: Final = re.compile(r"1 (?P<count>" + "|".join(_COUNT_WORDS) + rf") {_UNIT} ago")
+_ONE_COUNT: Final = re.compile(r"1 (?P<count>" + "|".join(COUNT_WORDS) + rf") {_UNIT} ago")
 MONTH_NAMES: Final = (
     "january",
     "february",
@@ -152,14 +153,14 @@ def _resolve(expression: str, reference: date, prefer: Prefer) -> tuple[date, st
     match = _AGO.fullmatch(expression) or _IN.fullmatch(expression)
     if match is not None:
         count_text = match.group("count")
-        count = _COUNT_WORDS.get(count_text) or int(count_text)
+        count = COUNT_WORDS.get(count_text) or int(count_text)
         unit = match.group("unit")
         sign = -1 if expression.endswith(" ago") else 1
         return _shift(reference, unit, sign * count), _PERIOD[unit]
     match = _ONE_COUNT.fullmatch(expression)
     if match is not None:
         unit = match.group("unit")
-        day = _shift(reference, unit, -_COUNT_WORDS[match.group("count")])
+        day = _shift(reference, unit, -COUNT_WORDS[match.group("count")])
         return (day.replace(day=1), "day") if unit == "month" else (day, _PERIOD[unit])
     match = _fullmatch(_DATE, expression)
     if match is not None:  # that day; a day the month lacks is left to dateparser (which reads no time in it)
