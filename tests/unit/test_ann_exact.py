@@ -179,6 +179,26 @@ def _count_coded_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return coded
 
 
+def test_rows_appended_below_the_first_uncoded_row_are_coded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Removals can take the rows held below the first row added uncoded; rows appended after that start lower
+    and must be coded by ``code_all`` too.
+    """
+    monkeypatch.setattr(exact_mod, "CODED_FROM", 8)
+    rng = np.random.default_rng(13)
+    pool = _anisotropic(rng, 200)
+    index = ExactVectors(DIM)
+    index.add(np.arange(40, dtype=np.int64), pool[:40])  # coded (and centred)
+    index.add(np.arange(40, 80, dtype=np.int64), pool[40:80], code=False)  # rows 40-79, uncoded
+    index.remove(np.arange(30, 80, dtype=np.int64))  # 30 rows left, all coded
+    index.add(np.arange(100, 120, dtype=np.int64), pool[100:120], code=False)  # rows 30-49, uncoded
+    index.code_all()
+    n = len(index)
+    centred = (index.matrix - index._centre).astype(np.float64)
+    decoded = index._codes[:n] * index._scale[:n, None]
+    np.testing.assert_allclose(index._residual[:n], np.linalg.norm(centred - decoded, axis=1), atol=1e-12)
+    np.testing.assert_allclose(index._coded[:n], np.linalg.norm(decoded, axis=1), atol=1e-12)
+
+
 def test_a_bulk_load_codes_each_row_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """A rebuild adds batches inside ``VectorIndex.deferred()``: the int8 copy is coded once at its end (adding
     batch by batch coded the rows of each batch and again at every doubling), and searches give the same results.

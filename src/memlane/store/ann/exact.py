@@ -192,8 +192,8 @@ class ExactVectors:
         self._pos.update(zip(new_keys.tolist(), range(start, start + len(fresh)), strict=True))
         self._n = start + len(fresh)
         if self._uncoded:
-            if self.coded and self._fresh_from is None:
-                self._fresh_from = start
+            if self.coded:  # (after removals the rows appended may start below the first uncoded row)
+                self._fresh_from = start if self._fresh_from is None else min(self._fresh_from, start)
         elif not self._recentre():  # (which codes every row, these too)
             self._encode(slice(start, self._n))
 
