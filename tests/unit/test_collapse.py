@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from memlane import Memory, Message
@@ -61,9 +61,10 @@ def test_later_forms_of_a_kept_statement_fold_even_past_top_k() -> None:
     assert [h.memory.id for h in out] == ["m1", "m2"] and [m.id for m in out[0].related] == ["f"]
 
 
-def test_more_candidates_are_read_only_while_folding_left_places_empty() -> None:
-    pool = {f"m{i}": item(f"m{i}") for i in range(10)} | {
-        f"f{i}": item(f"f{i}", MemoryKind.FACT, [f"m{i}"]) for i in range(10)
+def _pairs(n: int) -> tuple[dict[str, MemoryItem], list[list[str]], Callable[[Sequence[str]], list[Hit]]]:
+    """``n`` messages ``m<i>`` each with a fact ``f<i>`` of it, the reads a fetch made, and the fetch."""
+    pool = {f"m{i}": item(f"m{i}") for i in range(n)} | {
+        f"f{i}": item(f"f{i}", MemoryKind.FACT, [f"m{i}"]) for i in range(n)
     }
     reads: list[list[str]] = []
 
@@ -71,6 +72,11 @@ def test_more_candidates_are_read_only_while_folding_left_places_empty() -> None
         reads.append(list(keys))
         return [hit(pool[k], 1.0) for k in keys]
 
+    return pool, reads, fetch
+
+
+def test_more_candidates_are_read_only_while_folding_left_places_empty() -> None:
+    _, reads, fetch = _pairs(10)
     # Nothing folds: one read of top_k keys.
     assert len(collapse_from([f"m{i}" for i in range(9)], fetch, 3)) == 3 and len(reads) == 1
     reads.clear()
@@ -100,15 +106,7 @@ def test_search_returns_one_hit_per_statement_with_the_other_forms_attached() ->
 
 
 def test_hits_already_read_are_not_fetched_again() -> None:
-    pool = {f"m{i}": item(f"m{i}") for i in range(6)} | {
-        f"f{i}": item(f"f{i}", MemoryKind.FACT, [f"m{i}"]) for i in range(6)
-    }
-    reads: list[list[str]] = []
-
-    def fetch(keys: Sequence[str]) -> list[Hit]:
-        reads.append(list(keys))
-        return [hit(pool[k], 1.0) for k in keys]
-
+    pool, reads, fetch = _pairs(6)
     ranked = [k for i in range(6) for k in (f"m{i}", f"f{i}")]
     first = [hit(pool[k], 1.0) for k in ranked[:3]]  # m0, f0, m1: two statements of the three wanted
     out = collapse_from(ranked, fetch, 3, read=first)

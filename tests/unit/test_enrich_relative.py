@@ -11,9 +11,9 @@ import pytest
 from memlane.enrich.relative import (
     _DAY_WORDS,
     _MONTHS,
-    _WEEKDAYS,
     COUNT_WORDS,
     NO_TIME,
+    WEEKDAYS,
     Prefer,
     resolve_relative,
 )
@@ -42,8 +42,8 @@ FIXED = [
     *(f"{day} {month}" for month in _MONTHS for day in ("1", "2nd", "28th")),
     *(f"{month} {day}" for month in ("may", "june") for day in ("1th", "2st", "3nd", "4rd")),  # odd suffixes too
     *(f"{prefix}{year}" for prefix in ("", "in ") for year in (1950, 1984, 2023, 2024, 2049)),
-    *_WEEKDAYS,
-    *(f"{anchor} {unit}" for anchor in ("last", "this", "next") for unit in ("week", "month", "year", *_WEEKDAYS)),
+    *WEEKDAYS,
+    *(f"{anchor} {unit}" for anchor in ("last", "this", "next") for unit in ("week", "month", "year", *WEEKDAYS)),
 ]
 
 

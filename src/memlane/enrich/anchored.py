@@ -1,7 +1,8 @@
 """Time spans anchored on a date: "the week before August 3, 2023", "the Sunday after 4 October 2023", "two weeks
 before June 9, 2023", "the weekend before 17 July 2023".
 
-Plain calendar arithmetic on the anchor's span (``temporal`` reads the date itself). Without it, a question such as
+Plain calendar arithmetic on the anchor's span (``temporal`` reads the date itself; dateparser reads none of these
+phrases, it returns nothing for them). Without it, a question such as
 "what did I do the week before August 3, 2023?" was read as "the weekend" or "Sunday" of the week the question was
 asked, or as "before August" of the current year.
 """
@@ -11,9 +12,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Final
 
-from memlane.enrich.relative import COUNT_WORDS
+from memlane.enrich.relative import COUNT_WORDS, WEEKDAYS
 
-_WEEKDAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _COUNTS: Final = {**COUNT_WORDS, "a couple of": 2, "a few": 3}
 #: The length of a unit in days (a month and a year as their usual lengths: the span is a search window).
 _DAYS: Final = {"day": 1, "week": 7, "fortnight": 14, "month": 30, "year": 365}
@@ -24,7 +24,7 @@ PREFIX: Final = (
     r"(?:(?:the|last|over\s+the|on\s+the)\s+)?"
     r"(?:(?P<count>\d{1,2}|a\s+couple\s+of|a\s+few|" + "|".join(k for k in _COUNTS if " " not in k) + r")\s+"
     r"(?P<units>day|week|fortnight|month|year)s?"
-    r"|(?P<unit>week|weekend|day|fortnight|month|year|" + "|".join(_WEEKDAYS) + r"))"
+    r"|(?P<unit>week|weekend|day|fortnight|month|year|" + "|".join(WEEKDAYS) + r"))"
     r"\s+(?P<direction>before|after|prior\s+to|following)"
 )
 
@@ -54,8 +54,8 @@ def anchored_span(
         start = anchor_end + (n - 1) * length
         return start, start + length, "range"
     name = (unit or "").lower()
-    if name in _WEEKDAYS:
-        target = _WEEKDAYS.index(name)
+    if name in WEEKDAYS:
+        target = WEEKDAYS[name]
         if before:
             day = anchor_start - timedelta(days=1)
             day -= timedelta(days=(day.weekday() - target) % 7)

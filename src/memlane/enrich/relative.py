@@ -18,7 +18,8 @@ from typing import Final, Literal
 
 Prefer = Literal["past", "future"]
 
-_WEEKDAYS: Final = {
+#: Weekday names and their numbers (Monday 0; also read by ``memlane.enrich.anchored``).
+WEEKDAYS: Final = {
     name: index
     for index, name in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
 }
@@ -78,7 +79,7 @@ _YEAR: Final = re.compile(rf"(?:in )?{_YEAR_NUMBER}")
 #: Dates with their year: "may 8, 2022", "8th may 2022" (the day), "in may 2022" (the month).
 _DATE: Final = tuple(re.compile(rf"{day.pattern},? {_YEAR_NUMBER}") for day in _MONTH_DAY)
 _MONTH_YEAR: Final = re.compile(rf"(?:in )?{_MONTH_NAME} {_YEAR_NUMBER}")
-_ANCHORED: Final = re.compile(r"(?P<anchor>last|this|next) (?P<unit>week|month|year|" + "|".join(_WEEKDAYS) + ")")
+_ANCHORED: Final = re.compile(r"(?P<anchor>last|this|next) (?P<unit>week|month|year|" + "|".join(WEEKDAYS) + ")")
 
 #: Single words (and fixed phrases) naming a day relative to the reference day.
 _DAY_WORDS: Final = {
@@ -147,7 +148,7 @@ def _resolve(expression: str, reference: date, prefer: Prefer) -> tuple[date, st
     offset = _DAY_WORDS.get(expression)
     if offset is not None:
         return reference + timedelta(days=offset), "day"
-    weekday = _WEEKDAYS.get(expression)
+    weekday = WEEKDAYS.get(expression)
     if weekday is not None:  # a bare weekday: the nearest one strictly before (or after) the reference day
         return _weekday(reference, weekday, "last" if prefer == "past" else "next"), "day"
     match = _AGO.fullmatch(expression) or _IN.fullmatch(expression)
@@ -199,7 +200,7 @@ def _resolve(expression: str, reference: date, prefer: Prefer) -> tuple[date, st
     match = _ANCHORED.fullmatch(expression)
     if match is not None:
         anchor, unit = match.group("anchor"), match.group("unit")
-        if unit in _WEEKDAYS:
-            return _weekday(reference, _WEEKDAYS[unit], anchor), "day"
+        if unit in WEEKDAYS:
+            return _weekday(reference, WEEKDAYS[unit], anchor), "day"
         return _shift(reference, unit, {"last": -1, "this": 0, "next": 1}[anchor]), unit
     return None

@@ -209,19 +209,12 @@ class HotScope:
         slot = self._slot_of_id.get(memory_id)
         return None if slot is None else self.rows[slot]
 
-    def id_of_pk(self, pk: int) -> str | None:
-        slot = self._slot_of_pk.get(pk)
-        if slot is None:
-            return None
-        row = self.rows[slot]
-        return None if row is None else row.id
-
     def pk_of(self, memory_id: str) -> int | None:
         row = self.row(memory_id)
         return None if row is None else row.pk
 
     def ids_of_pks(self, pks: Sequence[int]) -> list[str | None]:
-        """``id_of_pk`` of each key, in order."""
+        """The id of each key's memory, in order (None for a key not held)."""
         slot_of, rows = self._slot_of_pk, self.rows
         out: list[str | None] = []
         for pk in pks:
