@@ -146,8 +146,13 @@ class PostgresVectorIndex:
         if held is None:
             return
         with self._db.atomic() as c:
-            # pgvector builds fastest when the graph fits in maintenance_work_mem (this transaction only).
-            run(c, "SET LOCAL maintenance_work_mem = '1GB'")
+            # pgvector builds fastest when the graph fits in maintenance_work_mem: at least 1 GB for this
+            # transaction, never less than the server is configured with.
+            run(
+                c,
+                "SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting("
+                "'maintenance_work_mem')), pg_size_bytes('1GB')) / 1024 || 'kB', true)",
+            )
             ensure_hnsw(c, held[1])
 
     def reindex_begin(self, identity: str, dim: int) -> None:
