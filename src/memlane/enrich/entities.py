@@ -8,7 +8,7 @@ import unicodedata
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final
+from typing import Final, NamedTuple
 
 from memlane.enrich.cues import may_hold
 from memlane.enrich.temporal import candidate_spans
@@ -336,11 +336,12 @@ def extract_entities(
     return mentions
 
 
-@dataclass(frozen=True)
-class AliasRow:
+class AliasRow(NamedTuple):
     """One row of a user's entity table: ``alias`` (a canonical key) resolves to ``target`` (a canonical name).
 
     The entity itself has a row whose alias equals its target, carrying its ``kind`` and best ``display`` form.
+    A named tuple, not a dataclass: a write compares the user's whole table as read with the table after it
+    (thousands of rows), and a tuple is built, hashed and compared in C.
     """
 
     alias: str
