@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
-from memlane import Memory
+import pytest
+
+from memlane import Config, Memory
+from memlane.embedding.fake import HashEmbedder
 
 T0 = datetime(2024, 5, 10, 18, 0, tzinfo=UTC)  # a Friday
 
@@ -81,3 +86,34 @@ def test_non_english_and_emoji_turns_are_stored_and_found(memory: Memory) -> Non
     memory.add(texts, user_id="u", timestamp=T0)
     assert {it.text for it in memory.list(user_id="u")} == set(texts)
     assert memory.search("Berlin", user_id="u", top_k=4, preset_name="multi")
+
+
+@pytest.fixture(params=["sqlite-file", "postgres"])
+def two_processes(request: pytest.FixtureRequest, tmp_path: Path, config: Config) -> Iterator[tuple[Memory, Memory]]:
+    """Two ``Memory`` objects on one store, as two application processes would hold it."""
+    if request.param == "postgres":
+        from tests.pg_server import postgres_url
+
+        location: str | Path = postgres_url()
+    else:
+        location = tmp_path / "shared.db"
+    first = Memory(location, embedder=HashEmbedder(), config=config)
+    second = Memory(location, embedder=HashEmbedder(), config=config)
+    yield first, second
+    second.close()
+    first.close()
+
+
+def _entities(memory: Memory, text: str) -> list[str]:
+    [item] = memory.add({"name": "Maya", "content": text}, user_id="maya", timestamp=T0).items
+    return memory.get(item.id, user_id="maya").entities
+
+
+def test_an_alias_another_process_learnt_resolves_here(two_processes: tuple[Memory, Memory]) -> None:
+    here, there = two_processes
+    assert "anna" in _entities(here, "I met Anna at the museum.")
+    _entities(here, "The weather was lovely.")  # this process has read (and may keep) the table with "anna" alone
+    assert "anna silva" in _entities(there, "My sister Anna Silva is visiting.")
+    assert "anna silva" in _entities(here, "I called Anna today.")  # the table changed elsewhere: read again
+    there.delete_all(user_id="maya")
+    assert _entities(here, "I called Anna again.") == ["maya", "anna"]  # the erased table is not served from memory

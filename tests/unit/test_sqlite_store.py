@@ -54,6 +54,7 @@ def test_migrations_are_recorded_and_reopen_is_idempotent(tmp_path: Path, config
             "0013_vector_mirror",
             "0014_fact_log",
             "0015_drop_redundant_session_index",
+            "0016_entity_versions",
         ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 

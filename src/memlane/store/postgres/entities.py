@@ -10,6 +10,7 @@ import psycopg
 
 from memlane.enrich.entities import AliasRow, canonical
 from memlane.models import MemoryItem
+from memlane.store.alias_tables import AliasTables
 from memlane.store.postgres.db import Database
 from memlane.store.postgres.hot_feed import HotScopes
 from memlane.store.postgres.rows import run
@@ -52,12 +53,27 @@ class PostgresEntityIndex:
 
     _db: Database
     _hot: HotScopes
+    _aliases: AliasTables
 
     def entity_aliases(self, user_id: str) -> builtins.list[AliasRow]:
+        # One statement (one snapshot): the user's token, and the table unless it is the token of the rows held.
+        held = self._aliases.token(user_id)
         rows = self._db.read(
-            "SELECT alias, canonical, kind, display FROM entities WHERE user_id = %s", (user_id,), scope=user_id
+            "SELECT token, NULL, NULL, NULL, NULL FROM entity_versions WHERE user_id = %(u)s UNION ALL "
+            "SELECT NULL, alias, canonical, kind, display FROM entities WHERE user_id = %(u)s AND NOT EXISTS "
+            "(SELECT 1 FROM entity_versions WHERE user_id = %(u)s AND token = %(held)s)",
+            {"u": user_id, "held": held},
+            scope=user_id,
         )
-        return [AliasRow(str(a), str(t), str(k), str(d)) for a, t, k, d in rows]
+        token = next((int(r[0]) for r in rows if r[0] is not None), None)
+        if token is not None and token == held:
+            cached = self._aliases.get(user_id, token)
+            if cached is not None:
+                return cached
+            return self.entity_aliases(user_id)  # dropped meanwhile by another thread: read the table
+        table = [AliasRow(r[1], r[2], r[3], r[4]) for r in rows if r[0] is None]
+        self._aliases.put(user_id, token, table)
+        return table
 
     def resolve_aliases(self, user_id: str, keys: Sequence[str]) -> dict[str, str]:
         wanted = list(dict.fromkeys(keys))

@@ -144,4 +144,35 @@ LATER_MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
             (coalesce(current_setting('memlane.scope', true), '') IN ('', user_id));
         """,
     ),
+    (
+        # A random token per user, set anew by every write to the user's entity table, whoever writes it: a process
+        # keeps the table it read while the token holds (memlane.store.alias_tables).
+        "0008_entity_versions",
+        """
+        CREATE TABLE entity_versions (
+            user_id TEXT PRIMARY KEY,
+            token   BIGINT NOT NULL
+        );
+        INSERT INTO entity_versions
+            SELECT user_id, (random() * 9.2e18)::bigint FROM (SELECT DISTINCT user_id FROM entities) u;
+        ALTER TABLE entity_versions ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE entity_versions FORCE ROW LEVEL SECURITY;
+        CREATE POLICY memlane_scope ON entity_versions USING
+            (coalesce(current_setting('memlane.scope', true), '') IN ('', user_id));
+        CREATE FUNCTION memlane_entity_version() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP IN ('UPDATE', 'DELETE') THEN
+                INSERT INTO entity_versions AS v VALUES (OLD.user_id, (random() * 9.2e18)::bigint)
+                ON CONFLICT (user_id) DO UPDATE SET token = excluded.token;
+            END IF;
+            IF TG_OP IN ('INSERT', 'UPDATE') THEN
+                INSERT INTO entity_versions AS v VALUES (NEW.user_id, (random() * 9.2e18)::bigint)
+                ON CONFLICT (user_id) DO UPDATE SET token = excluded.token;
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER entities_version AFTER INSERT OR UPDATE OR DELETE ON entities
+            FOR EACH ROW EXECUTE FUNCTION memlane_entity_version();
+        """,
+    ),
 )

@@ -9,6 +9,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from memlane.errors import ConfigError
 from memlane.models import Compaction
+from memlane.store.alias_tables import AliasTables
 from memlane.store.postgres.archive import PostgresArchive
 from memlane.store.postgres.candidates import PostgresCandidateIndex
 from memlane.store.postgres.db import EF_SEARCH_OPTION, POOL_OPTION, Database, owned_tables, redact
@@ -74,6 +75,7 @@ class PostgresStore(
         self._location = redact(url)
         self._db = Database(conninfo, location=self._location, pool_size=pool_size, ef_search=ef_search)
         self._hot = HotScopes(self._db)
+        self._aliases = AliasTables()
 
     @property
     def read_only(self) -> bool:

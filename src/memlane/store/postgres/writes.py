@@ -19,6 +19,7 @@ from memlane.enrich.entities import AliasRow, canonical
 from memlane.errors import NotFoundError, StoreError
 from memlane.graph.types import RelationClaim
 from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKind, utcnow
+from memlane.store.alias_tables import AliasTables
 from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.postgres.db import Database
 from memlane.store.postgres.entities import write_aliases, write_entities
@@ -131,6 +132,7 @@ class PostgresWrites:
 
     _db: Database
     _hot: HotScopes
+    _aliases: AliasTables
 
     def insert(
         self,
@@ -251,6 +253,7 @@ class PostgresWrites:
                 else:
                     removed.append(str(mid))
                     remove_row(c, user_id, int(dpk), str(mid), at, {"source_deleted": memory_id})
+        self._aliases.forget(user_id)  # an orphaned entity's name leaves this process too
         return removed
 
     def delete_user(self, user_id: str) -> int:
@@ -260,6 +263,7 @@ class PostgresWrites:
             for table in (
                 "memories",
                 "entities",
+                "entity_versions",
                 "feedback",
                 "history",
                 "jobs",
@@ -281,6 +285,7 @@ class PostgresWrites:
                 "ON CONFLICT (key) DO UPDATE SET value = (meta.value::bigint + 1)::text",
             )
         self._hot.forget(user_id)
+        self._aliases.forget(user_id)
         return n
 
     def record_access(self, user_id: str, uses: Mapping[str, AccessUse]) -> None:

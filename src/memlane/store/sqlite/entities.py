@@ -9,6 +9,7 @@ from typing import Final
 
 from memlane.enrich.entities import AliasRow, canonical
 from memlane.models import MemoryItem
+from memlane.store.alias_tables import AliasTables
 from memlane.store.sqlite.db import CHUNK, Database, marks
 from memlane.store.sqlite.hot_feed import HotScopes
 
@@ -55,10 +56,19 @@ class SQLiteEntityIndex:
 
     _db: Database
     _hot: HotScopes
+    _aliases: AliasTables
 
     def entity_aliases(self, user_id: str) -> builtins.list[AliasRow]:
-        rows = self._db.read("SELECT alias, canonical, kind, display FROM entities WHERE user_id = ?", (user_id,))
-        return [AliasRow(str(a), str(t), str(k), str(d)) for a, t, k, d in rows]
+        with self._db.reading() as c:  # the token first: rows read after a later commit are only read again
+            row = c.execute("SELECT token FROM entity_versions WHERE user_id = ?", (user_id,)).fetchone()
+            token = None if row is None else int(row[0])
+            held = self._aliases.get(user_id, token)
+            if held is not None:
+                return held
+            rows = c.execute("SELECT alias, canonical, kind, display FROM entities WHERE user_id = ?", (user_id,))
+            table = [AliasRow(*r) for r in rows]
+        self._aliases.put(user_id, token, table)
+        return table
 
     def resolve_aliases(self, user_id: str, keys: Sequence[str]) -> dict[str, str]:
         wanted = list(dict.fromkeys(keys))[:CHUNK]

@@ -399,4 +399,30 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         DROP INDEX IF EXISTS memories_user_session
         """,
     ),
+    # A random token per user, set anew by every write to the user's entity table, whoever writes it: a process
+    # keeps the table it read while the token holds (memlane.store.alias_tables).
+    (
+        "0016_entity_versions",
+        """
+        CREATE TABLE entity_versions (
+            user_id TEXT PRIMARY KEY,
+            token   INTEGER NOT NULL
+        );
+        INSERT INTO entity_versions SELECT user_id, random() FROM (SELECT DISTINCT user_id FROM entities);
+        CREATE TRIGGER entities_version_insert AFTER INSERT ON entities BEGIN
+            INSERT INTO entity_versions VALUES (new.user_id, random())
+            ON CONFLICT(user_id) DO UPDATE SET token = excluded.token;
+        END;
+        CREATE TRIGGER entities_version_update AFTER UPDATE ON entities BEGIN
+            INSERT INTO entity_versions VALUES (new.user_id, random())
+            ON CONFLICT(user_id) DO UPDATE SET token = excluded.token;
+            INSERT INTO entity_versions SELECT old.user_id, random() WHERE old.user_id IS NOT new.user_id
+            ON CONFLICT(user_id) DO UPDATE SET token = excluded.token;
+        END;
+        CREATE TRIGGER entities_version_delete AFTER DELETE ON entities BEGIN
+            INSERT INTO entity_versions VALUES (old.user_id, random())
+            ON CONFLICT(user_id) DO UPDATE SET token = excluded.token;
+        END
+        """,
+    ),
 )

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from memlane.models import Compaction
+from memlane.store.alias_tables import AliasTables
 from memlane.store.ann import IndexSettings
 from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.archive import SQLiteArchive
@@ -56,6 +57,7 @@ class SQLiteStore(
         self._db = Database(path, read_only=read_only)
         self._cache = AnnIndexes(self._db, index_settings)
         self._hot = HotScopes(self._db)
+        self._aliases = AliasTables()
         self._fts_secure_delete = False
         if not self._db.read_only:
             self._cache.sweep()  # index folders of users deleted by a process that died before removing them

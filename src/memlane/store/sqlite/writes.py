@@ -18,6 +18,7 @@ from memlane.enrich.entities import AliasRow
 from memlane.errors import NotFoundError, StoreError
 from memlane.graph.types import RelationClaim
 from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKind, utcnow
+from memlane.store.alias_tables import AliasTables
 from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.records import AccessUse, embed_hash
 from memlane.store.sqlite.ann_feed import AnnIndexes
@@ -210,6 +211,7 @@ class SQLiteWrites:
     _db: Database
     _cache: AnnIndexes
     _hot: HotScopes
+    _aliases: AliasTables
     _fts_secure_delete: bool
 
     def insert(
@@ -359,6 +361,7 @@ class SQLiteWrites:
                 purge_deleted_terms(c)
         self._cache.advance(user_id, *versions, remove=[k for k, _ in removed])
         self._cache.erased(user_id)
+        self._aliases.forget(user_id)  # an orphaned entity's name leaves this process too
         self._db.truncate_wal()  # the WAL still holds the pages as they were before the delete
         return [mid for _, mid in removed]
 
@@ -373,6 +376,7 @@ class SQLiteWrites:
             for table in (
                 "memories",
                 "entities",
+                "entity_versions",
                 "feedback",
                 "history",
                 "jobs",
@@ -398,6 +402,7 @@ class SQLiteWrites:
                 purge_deleted_terms(c)
         self._cache.forget(user_id)
         self._hot.forget(user_id)
+        self._aliases.forget(user_id)
         self._db.truncate_wal()  # the WAL still holds the pages as they were before the delete
         return int(n)
 
