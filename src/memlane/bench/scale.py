@@ -136,6 +136,7 @@ class ScalePlan:
     queries: int
     preset: str | None = None
     store: str | None = None  # a store URL measured instead of a temporary SQLite file (it must start empty)
+    filled: str | None = None  # the user of the store who already holds the corpus (an earlier ingest, a migrate)
     clients: int = 1  # above 1: each point also runs that many concurrent chat clients (memlane.bench.clients)
 
     @classmethod
@@ -150,6 +151,7 @@ class ScalePlan:
         quick: bool = False,
         preset: str | None = None,
         store: str | None = None,
+        filled: str | None = None,
         clients: int = 1,
     ) -> ScalePlan:
         """A plan from CLI options; ``quick`` shrinks the defaults to 1,000 memories, 1 and 100 users, 50 queries."""
@@ -165,8 +167,11 @@ class ScalePlan:
             queries=queries,
             preset=preset,
             store=store,
+            filled=filled,
             clients=clients,
         )
+        if filled is not None and (store is None or len(plan.points()) != 1 or plan.users != (1,) or clients > 1):
+            raise ConfigError("--filled measures one size, one user and one embedder, in the --store it names")
         if min(plan.sizes) < 1 or min(plan.users) < 1 or plan.queries < 1 or plan.clients < 1:
             raise ConfigError("sizes, users, queries and clients must be positive")
         return plan
@@ -204,6 +209,7 @@ def memlane_point(
     n_queries: int,
     preset: str | None = None,
     store: str | None = None,
+    filled: str | None = None,
     *,
     tracker: Tracker,
 ) -> ScalePoint:
@@ -212,12 +218,14 @@ def memlane_point(
     Two workloads: search-only (every search over an unchanged store), then chat (each search right after a
     one-message ``add`` to the same user, as in a conversation, so that any per-write index or cache work that a
     search pays for shows up). With ``store`` (a URL; it must hold no memories) the point is measured there, and
-    what it wrote is deleted afterwards.
+    what it wrote is deleted afterwards. With ``filled`` (a user id) that user of the store already holds this
+    point's corpus (ingested by an earlier run, or copied by ``memlane migrate``): ingest is not measured, and only
+    the chat turns are deleted afterwards.
     """
     seeds = load_seeds(locomo, memorybank)
     texts = list(corpus(seeds, size))
     qs = queries(seeds, n_queries)
-    blocks = user_blocks(size, users)
+    blocks = user_blocks(size, users) if filled is None else [(filled, 0, size)]
     rng = random.Random(2)
     targets = [blocks[rng.randrange(len(blocks))][0] for _ in qs]
     config = Config.from_env()
@@ -228,9 +236,12 @@ def memlane_point(
     with tempfile.TemporaryDirectory(prefix="memlane-scale-") as tmp:
         db = Path(tmp) / "scale.db"
         with Memory(store or db, embedder=embedder, config=config) as memory:
-            if store is not None and memory.stats().memories:
+            held = memory.stats(user_id=filled).memories if store is not None else 0
+            if filled is not None and held != size:
+                raise ValidationError(f"user {filled!r} of the bench store holds {held:,} memories, not {size:,}")
+            if filled is None and held:
                 raise ValidationError(f"the bench store {memory.stats().path} must be empty; it holds memories")
-            if store is not None:
+            if store is not None and filled is None:
                 # An emptied database is not a new one: on PostgreSQL the HNSW graph keeps the deleted rows' nodes
                 # until a vacuum, and searches walk them (68.6 ms p50 at 10k instead of 10.8, docs/deploy.md).
                 memory.compact()
@@ -239,7 +250,7 @@ def memlane_point(
             identity = memory.embedder.identity
             tracker.phase(f"scale {embedder} {size:,} in {users:,} users: ingest", size)
             start = time.perf_counter()
-            for user, lo, hi in blocks:
+            for user, lo, hi in blocks if filled is None else []:
                 for b in range(lo, hi, ADD_BATCH):
                     chunk = range(b, min(b + ADD_BATCH, hi))
                     memory.add(
@@ -248,7 +259,7 @@ def memlane_point(
                         session_id=f"s{b // ADD_BATCH}",
                     )
                     tracker.advance(len(chunk))
-            ingest_s = time.perf_counter() - start
+            ingest_s = time.perf_counter() - start if filled is None else 0.0
             tracker.phase(f"scale {embedder} {size:,} in {users:,} users: search", len(qs))
             t0 = time.perf_counter()  # the first search builds (or loads) the scope's vector index: timed apart
             memory.search(qs[0], user_id=targets[0], top_k=10, preset_name=preset_name)
@@ -269,10 +280,10 @@ def memlane_point(
                 tracker.advance()
             tracker.phase(f"scale {embedder} {size:,} in {users:,} users: chat (add, then search)", len(qs))
             forget_queries(memory.embedder)
-            chat, adds = [], []
+            chat, adds, said = [], [], []
             for i, (q, user) in enumerate(zip(qs, targets, strict=True)):
                 t0 = time.perf_counter()
-                memory.add(
+                turn = memory.add(
                     Message(role="user", content=chat_texts[i], timestamp=T0 + timedelta(minutes=size + i)),
                     user_id=user,
                     session_id="chat",
@@ -281,9 +292,13 @@ def memlane_point(
                 memory.search(q, user_id=user, top_k=10, preset_name=preset_name)
                 chat.append((time.perf_counter() - t1) * 1000)
                 adds.append((t1 - t0) * 1000)
+                said += [(user, it.id) for it in turn.items]
                 tracker.advance()
             disk = memory.stats().size_bytes if store is not None else 0
-            if store is not None:
+            if filled is not None:  # the corpus stays as it was found
+                for user, memory_id in said:
+                    memory.delete(memory_id, user_id=user)
+            elif store is not None:
                 for user, _, _ in blocks:
                     memory.delete_all(user_id=user)
         reopen_ms = 0.0
@@ -343,7 +358,17 @@ def run_scale(
     for e, s, u in plan.points():
         report.points.append(
             run_isolated(
-                memlane_point, locomo, memorybank, e, s, u, plan.queries, plan.preset, plan.store, tracker=tracker
+                memlane_point,
+                locomo,
+                memorybank,
+                e,
+                s,
+                u,
+                plan.queries,
+                plan.preset,
+                plan.store,
+                plan.filled,
+                tracker=tracker,
             )
         )
         if plan.clients > 1:  # run from here: the clients are processes of their own (a child may not fork)
@@ -370,9 +395,10 @@ def points_table(points: Sequence[ScalePoint]) -> list[str]:
         first = f"{p.first_search_ms / 1000:,.2f}" if p.first_search_ms else "–"
         ready = "–" if p.graph_ready_s is None else f"{p.graph_ready_s:,.1f}"
         again = f"{p.reopen_search_ms / 1000:,.2f}" if p.reopen_search_ms else "–"
+        ingest = f"{p.ingest_items_per_s:,.0f}" if p.ingest_seconds else "– (filled)"
         lines.append(
             f"| {p.system} | {p.embedder} | {p.preset or '–'} | {p.size:,} | {p.users:,} | "
-            f"{p.ingest_items_per_s:,.0f} | {first} | {ready} | {again} | {p.search_p50_ms:.2f} | {p.search_p95_ms:.2f} | "
+            f"{ingest} | {first} | {ready} | {again} | {p.search_p50_ms:.2f} | {p.search_p95_ms:.2f} | "
             f"{p.search_p99_ms:.2f} | {chat} | {p.peak_rss_mb:,.0f} | {p.disk_bytes / 2**20:,.1f} |"
         )
     return lines

@@ -293,6 +293,14 @@ def bench_scale(
         str | None,
         typer.Option("--store", help="An empty store URL to measure (e.g. postgresql://...). Default: SQLite files."),
     ] = None,
+    filled: Annotated[
+        str | None,
+        typer.Option(
+            "--filled",
+            help="USER: this user of the --store already holds the corpus of the one --size (an earlier run's, or "
+            "copied by `memlane migrate`); search and chat are measured, ingest is not.",
+        ),
+    ] = None,
     clients: Annotated[
         int,
         typer.Option("--clients", help="Also run N concurrent client processes of the chat workload per point."),
@@ -312,6 +320,7 @@ def bench_scale(
             quick=quick,
             preset=preset,
             store=store,
+            filled=filled,
             clients=clients,
         )
         command = _command("scale")
