@@ -14,8 +14,8 @@ import numpy as np
 from memlane.models import HistoryEvent, MemoryItem, MemoryKind
 from memlane.store.sqlite.db import Database
 from memlane.store.sqlite.history import log_event
+from memlane.store.sqlite.inserts import insert_row, insert_rows, number_turns
 from memlane.store.sqlite.text import index_entry
-from memlane.store.sqlite.writes import insert_row, insert_rows, number_turns
 
 T0 = datetime(2024, 3, 1, tzinfo=UTC)
 

@@ -14,9 +14,10 @@ from memlane.models import ArchivedMemory, HistoryEvent, MemoryItem
 from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database
 from memlane.store.sqlite.history import log_event
+from memlane.store.sqlite.inserts import insert_row
 from memlane.store.sqlite.rows import COLUMNS, from_micros, row_to_item, to_micros
 from memlane.store.sqlite.text import drop_entry, refresh_next_context, turn_of
-from memlane.store.sqlite.writes import insert_row, remove_row
+from memlane.store.sqlite.writes import remove_row
 
 _QUALIFIED: Final = ", ".join(f"m.{c.strip()}" for c in COLUMNS.split(","))
 
