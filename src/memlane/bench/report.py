@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -280,7 +281,8 @@ def plot_peer_recall(reports: Sequence[PeersReport], path: Path) -> None:
 
 def _series(points: Sequence[ScalePoint], label: str) -> tuple[str, list[int], list[float], list[float]]:
     pts = sorted(points, key=lambda p: p.size)
-    return label, [p.size for p in pts], [p.search_p50_ms for p in pts], [p.ingest_items_per_s for p in pts]
+    rates = [p.ingest_items_per_s if p.ingest_seconds else math.nan for p in pts]  # a filled store: not measured
+    return label, [p.size for p in pts], [p.search_p50_ms for p in pts], rates
 
 
 def plot_latency(series: Sequence[tuple[str, list[int], list[float], list[float]]], path: Path, title: str) -> None:

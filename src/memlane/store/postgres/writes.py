@@ -233,6 +233,8 @@ class PostgresWrites:
                     (embed_hash(index_text), index_text, vec, pk),
                 )
             log_event(c, item.user_id, item.id, entry.event, entry.at, entry.old_text, entry.new_text, entry.changes)
+        if index_text is not None:
+            self._aliases.forget(item.user_id)  # a name only the old text had does not stay in this process
 
     def delete(self, user_id: str, memory_id: str, at: datetime) -> builtins.list[str]:
         with self._db.atomic(user_id) as c:
