@@ -151,8 +151,9 @@ network refused (any attempt would be listed below) and telemetry off (`MEM0_TEL
 `anonymized_telemetry=False`, `HF_HUB_OFFLINE=1`). Ingest time includes any index build the system needs before
 searching (bm25s, LanceDB's full-text index, and since 2026-11-24 14:30 memlane's vector index, opened by a
 scope's first search and waited for: the HNSW graph, built in the background past 50,000 vectors, is about 36 s
-of the 78 s of the 100k ingest in Run 7; earlier runs left it out of memlane's ingest). Runs 7 (static vectors for
-both) and 8 (MiniLM for both) ran on 2026-11-25 at 03:32 and 03:35 with `MEMLANE_INFER=0` (turns stored with
+of the 78 s of a 100k ingest of 2026-11-25 03:32; earlier runs left it out of memlane's ingest). Run 7 (static
+vectors for both) ran on 2026-11-25 at 06:37 with this round's code (load 0.6 at the start) and Run 8 (MiniLM for
+both) at 03:35 with the previous round's, both with `MEMLANE_INFER=0` (turns stored with
 write-time enrichment, no typed-memory extraction: the issue's measure, and what LanceDB's rows are); the static
 command with extraction on, run on the previous round's tree, gave memlane 1,303 items/s at 10k and 713 at 100k,
 search p50 5.73 and 11.51 ms. Run 8's MiniLM figures move between runs: an earlier run the same night (02:39,
