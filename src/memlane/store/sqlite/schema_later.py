@@ -1,0 +1,85 @@
+"""The SQLite store's later migrations (from 0014), appended to ``schema.MIGRATIONS`` in order."""
+
+from __future__ import annotations
+
+from typing import Final
+
+LATER_MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
+    # Each user's in-memory read model (store/sqlite/hot_feed.py) replays this log: a memory inserted, deleted, or
+    # changed in a column the read path uses (its indexed text moves ``embed_hash``), or its entities changed.
+    (
+        "0014_fact_log",
+        """
+        CREATE TABLE fact_log (
+            seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+            user_id TEXT NOT NULL,
+            pk      INTEGER NOT NULL
+        );
+        CREATE INDEX fact_log_user ON fact_log(user_id, seq);
+        CREATE TABLE fact_log_floor (
+            user_id TEXT PRIMARY KEY,
+            seq     INTEGER NOT NULL
+        );
+        CREATE TRIGGER memories_fact_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO fact_log (user_id, pk) VALUES (new.user_id, new.pk);
+        END;
+        CREATE TRIGGER memories_fact_delete AFTER DELETE ON memories BEGIN
+            INSERT INTO fact_log (user_id, pk) VALUES (old.user_id, old.pk);
+        END;
+        CREATE TRIGGER memories_fact_update AFTER UPDATE OF
+            text, embed_hash, kind, session_id, position, ts, importance, event_time, event_end, category, intent,
+            valid_until ON memories
+        WHEN old.text IS NOT new.text OR old.embed_hash IS NOT new.embed_hash OR old.kind IS NOT new.kind
+            OR old.session_id IS NOT new.session_id OR old.position IS NOT new.position OR old.ts IS NOT new.ts
+            OR old.importance IS NOT new.importance OR old.event_time IS NOT new.event_time
+            OR old.event_end IS NOT new.event_end OR old.category IS NOT new.category
+            OR old.intent IS NOT new.intent OR (old.valid_until IS NULL) IS NOT (new.valid_until IS NULL)
+        BEGIN
+            INSERT INTO fact_log (user_id, pk) VALUES (new.user_id, new.pk);
+        END;
+        CREATE TRIGGER memory_entities_fact_insert AFTER INSERT ON memory_entities BEGIN
+            INSERT INTO fact_log (user_id, pk) VALUES (new.user_id, new.pk);
+        END;
+        CREATE TRIGGER memory_entities_fact_update AFTER UPDATE ON memory_entities BEGIN
+            INSERT INTO fact_log (user_id, pk) VALUES (new.user_id, new.pk);
+        END;
+        CREATE TRIGGER memory_entities_fact_delete AFTER DELETE ON memory_entities BEGIN
+            INSERT INTO fact_log (user_id, pk) VALUES (old.user_id, old.pk);
+        END
+        """,
+    ),
+    # (user_id, session_id) is the prefix of memories_user_session_position, which serves every lookup it served;
+    # one index fewer to update per inserted memory.
+    (
+        "0015_drop_redundant_session_index",
+        """
+        DROP INDEX IF EXISTS memories_user_session
+        """,
+    ),
+    # A random token per user, set anew by every write to the user's entity table, whoever writes it: a process
+    # keeps the table it read while the token holds (memlane.store.alias_tables).
+    (
+        "0016_entity_versions",
+        """
+        CREATE TABLE entity_versions (
+            user_id TEXT PRIMARY KEY,
+            token   INTEGER NOT NULL
+        );
+        INSERT INTO entity_versions SELECT user_id, random() FROM (SELECT DISTINCT user_id FROM entities);
+        CREATE TRIGGER entities_version_insert AFTER INSERT ON entities BEGIN
+            INSERT INTO entity_versions VALUES (new.user_id, random())
+            ON CONFLICT(user_id) DO UPDATE SET token = excluded.token;
+        END;
+        CREATE TRIGGER entities_version_update AFTER UPDATE ON entities BEGIN
+            INSERT INTO entity_versions VALUES (new.user_id, random())
+            ON CONFLICT(user_id) DO UPDATE SET token = excluded.token;
+            INSERT INTO entity_versions SELECT old.user_id, random() WHERE old.user_id IS NOT new.user_id
+            ON CONFLICT(user_id) DO UPDATE SET token = excluded.token;
+        END;
+        CREATE TRIGGER entities_version_delete AFTER DELETE ON entities BEGIN
+            INSERT INTO entity_versions VALUES (old.user_id, random())
+            ON CONFLICT(user_id) DO UPDATE SET token = excluded.token;
+        END
+        """,
+    ),
+)
