@@ -26,8 +26,13 @@ def writer(db: Path, folder: Path, committed: multiprocessing.synchronize.Event,
         changes = feed.write({k: x[k] for k in range(lo, lo + 100)}, deletes=[lo - 50] if lo else [])
         if mode == "applied" or b < 5:
             apply_changes(index, changes)
-        if b in (2, 4):
-            index.save()
+        if b in (2, 4):  # a graph holding removed vectors is compacted in the background first: then it saves
+            for _ in range(5):
+                if index.save() is not None:
+                    break
+                index.wait_built()
+            else:
+                raise AssertionError("the index was never saved")
     committed.set()
     signal.pause()  # killed here: committed in SQLite, never saved (and, in "lost" mode, never applied either)
 
