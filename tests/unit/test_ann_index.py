@@ -95,7 +95,10 @@ SMALL = IndexSettings(exact_below=200, filter_exact_max=50, expansion_search=64)
 @pytest.mark.parametrize("n", [150, 600])
 def test_search_matches_exact(n: int) -> None:
     x = unit_rows(n)
-    index = VectorIndex(DIM, "t", SMALL)
+    # A beam of 128, not SMALL's 64: the graph is built on two threads, so its shape (and recall) varies between
+    # runs; over 30 builds of these 600 vectors the mean overlap was 0.96-1.00 at 64 (a run under load fell below
+    # 0.95) and 0.98-1.00 at 128.
+    index = VectorIndex(DIM, "t", SMALL.model_copy(update={"expansion_search": 128}))
     index.add(range(n), x)
     index.wait_built()  # the graph is built in the background
     assert index.kind == ("exact" if n < 200 else "hnsw")
