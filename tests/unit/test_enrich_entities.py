@@ -53,6 +53,19 @@ def test_sentence_opening_name_is_kept_when_it_is_a_name() -> None:
     assert "Pepper" in {m.text for m in extract_entities("Pepper loves the park.", known={"pepper"})}
 
 
+def test_a_contracted_verb_is_not_part_of_a_name() -> None:
+    # "James’ll" was the entity "james ll", and the first name "james" became its alias: every question naming
+    # James then looked for that entity instead of James's own turns
+    assert kinds("I think James’ll love it.") == {"James": "person"}
+    assert kinds("Tell her Maya'd come and Tom've seen it.") == {"Maya": "person", "Tom": "person"}
+    assert canonical("James’ll") == canonical("James'd") == canonical("james") == "james"
+    assert canonical("O'Neill") == "o neill"  # an apostrophe inside a name stays a word break
+    resolver = EntityResolver()
+    resolver.observe("I think James’ll love it.")
+    assert resolver.resolve("James") == "james"
+    assert "james ll" not in {row.alias for row in resolver.to_rows()}
+
+
 def test_speaker_is_a_person_mention() -> None:
     mentions = extract_entities("I adopted a dog last week.", "Maya")
     assert EntityMention("Maya", "person", -1, -1) in mentions

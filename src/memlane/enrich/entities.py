@@ -160,19 +160,23 @@ _SMALL_CAPITAL: Final = re.compile(r"[a-z][A-Z]")
 _DIGIT: Final = re.compile(r"\d")
 
 _POSSESSIVE: Final = re.compile(r"['’]s$|['’]$")
+# A possessive or a contracted verb at the end of a name: "James'll", "Mel'd", "Anna's" name James, Mel and Anna
+_CLITIC: Final = re.compile(r"['’](?:s|ll|re|ve|d|m)$|['’]$", re.IGNORECASE)
 _NON_WORD: Final = re.compile(r"[^\w\s&-]+")
 _SPACES: Final = re.compile(r"\s+")
 
 
 @lru_cache(maxsize=65_536)
 def canonical(name: str) -> str:
-    """The canonical key of a name: NFKD, diacritics dropped, case-folded, possessives and punctuation removed.
+    """The canonical key of a name: NFKD, diacritics dropped, case-folded, possessives, contracted verbs and
+    punctuation removed.
 
-    ``canonical("José's") == canonical("jose") == "jose"``; ``canonical("Dr. Anna  Smith") == "dr anna smith"``.
+    ``canonical("José's") == canonical("jose") == "jose"``; ``canonical("Dr. Anna  Smith") == "dr anna smith"``;
+    ``canonical("James’ll") == "james"``.
     """
     text = unicodedata.normalize("NFKD", name.strip())
     text = "".join(ch for ch in text if not unicodedata.combining(ch)).casefold()
-    text = " ".join(_POSSESSIVE.sub("", word) for word in text.split())
+    text = " ".join(_CLITIC.sub("", word) for word in text.split())
     text = _NON_WORD.sub(" ", text)
     return _SPACES.sub(" ", text).strip()
 
@@ -209,7 +213,7 @@ def _is_sentence_start(text: str, start: int) -> bool:
 
 def _kind_of(text: str, start: int, span: str, words: list[str]) -> str:
     """Guess the kind of a capitalised span from its suffix word and the words before it."""
-    keys = {_POSSESSIVE.sub("", word.lower()) for word in words}
+    keys = {_CLITIC.sub("", word.lower()) for word in words}
     first = words[0].lower().rstrip(".")
     if keys & _ORG_SUFFIX:
         return "organisation"
@@ -315,7 +319,7 @@ def extract_entities(
             continue
         end = text.index(words[-1], start) + len(words[-1])
         span = text[start:end]
-        stripped = _POSSESSIVE.sub("", span)
+        stripped = _CLITIC.sub("", span)
         end -= len(span) - len(stripped)
         if len(stripped) < 2 or canonical(stripped) in _NOT_NAMES:
             continue
