@@ -66,6 +66,37 @@ def test_a_contracted_verb_is_not_part_of_a_name() -> None:
     assert "james ll" not in {row.alias for row in resolver.to_rows()}
 
 
+def test_an_opening_word_before_a_known_name_is_not_part_of_it() -> None:
+    # LoCoMo's "Woohoo Melanie!", "Go Jon!" and "Anytime Nate" were the entities "woohoo melanie", "go jon" and
+    # "anytime nate", and "woohoo", "go", "anytime" aliases of them
+    known = {"melanie", "jon"}
+    assert [m.text for m in extract_entities("Woohoo Melanie! I passed.", known=known)] == ["Melanie"]
+    assert [m.text for m in extract_entities("Go Jon! You can do it.", known=known)] == ["Jon"]
+    # a full name that opens a sentence stays whole
+    assert [m.text for m in extract_entities("Melanie Smith came by.", known=known)] == ["Melanie Smith"]
+
+
+def test_a_first_name_alias_is_never_a_function_word() -> None:
+    resolver = EntityResolver()
+    for text in ("I love The Witcher.", "Of Mice and Men is sad.", "Last Fri was fun.", "Then Anna Smith called."):
+        resolver.observe(text, "John")
+    aliases = {row.alias: row.target for row in resolver.to_rows() if row.alias != row.target}
+    assert "the" not in aliases and "of" not in aliases and "last" not in aliases
+    assert aliases["anna"] == "anna smith"
+
+
+def test_a_day_or_an_adverb_before_my_kin_is_not_their_name() -> None:
+    # LoCoMo: "Thankfully, my son's ok" made "thankfully" Melanie's son, "Last Tuesday, my gf, ..." a girlfriend
+    resolver = EntityResolver()
+    resolver.observe("Thankfully, my son's ok and home.", "Melanie")
+    resolver.observe("Last Tuesday, my sister, Anna and I went out.", "Andrew")
+    aliases = {row.alias: row.target for row in resolver.to_rows() if row.alias != row.target}
+    assert "melanie son" not in aliases
+    assert aliases.get("andrew sister") != "last tuesday"
+    resolver.observe("Anna, my sister, is a nurse.", "Maya")
+    assert resolver.resolve("my sister", "Maya") == "anna"
+
+
 def test_speaker_is_a_person_mention() -> None:
     mentions = extract_entities("I adopted a dog last week.", "Maya")
     assert EntityMention("Maya", "person", -1, -1) in mentions

@@ -69,6 +69,19 @@ def test_last_saturday_on_different_weekdays(reference: datetime, expected: date
     assert span.end == d(expected.year, expected.month, expected.day + 1)
 
 
+def test_abbreviated_days_after_an_anchor_word() -> None:
+    # LoCoMo's "Last Fri I finally took my kids to a pottery workshop" was no time (and "Last Fri" a person)
+    assert (only("Last Fri I finally took my kids out.").start, only("See you next Tues!").start) == (
+        d(2023, 5, 5),
+        d(2023, 5, 16),
+    )
+    assert only("On Sat we hiked.").start == d(2023, 5, 6)
+    assert only("last Thurs was fun").start == d(2023, 5, 4)
+    # words, not days: lower case, or without an anchor
+    assert extract_times("we sat on sat and this sun is hot", REF) == []
+    assert extract_times("The Sun was out.", REF) == []
+
+
 def test_next_month_crosses_the_year() -> None:
     span = only("I'm moving next month.", datetime(2023, 12, 20, tzinfo=UTC))
     assert (span.start, span.end) == (d(2024, 1, 1), d(2024, 2, 1))

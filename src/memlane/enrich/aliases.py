@@ -13,6 +13,7 @@ from memlane.enrich.cues import may_hold
 from memlane.enrich.entities import (
     _ANIMALS,
     _CAP_WORD,
+    _CONNECTOR_WORD,
     _KIN,
     _KIN_MENTION,
     _NOT_NAMES,
@@ -24,6 +25,7 @@ from memlane.enrich.entities import (
     canonical,
     extract_entities,
 )
+from memlane.enrich.temporal import candidate_spans
 
 _NAMED_KIN: Final = re.compile(
     rf"\b(?P<owner>[Mm]y|[Oo]ur)\s+(?:(?:little|big|older|younger|baby|best)\s+)?(?P<kin>{_KIN})"
@@ -48,6 +50,14 @@ _RELATIONAL: Final = re.compile(
     rf"(?P<owner>my|our|your|his|her|their|the user)\s+(?:(?:little|big|older|younger|baby|best)\s+)?(?P<kin>{_KIN})"
     r"|(?P<the>the)\s+(?P<children>kids|children)"
 )
+# After "NAME, my KIN": "'s" (is, has) or "'ll", "'d" make the kin a sentence's subject ("Thankfully, my son's ok")
+_KIN_IS: Final = re.compile(r"['’](?:s|ll|d|re|ve)\b")
+
+
+def _overlaps(span: tuple[int, int], others: Sequence[tuple[int, int]]) -> bool:
+    return any(start < span[1] and span[0] < end for start, end in others)
+
+
 #: The alias-table prefix of the user's own relations ("my sister"), whoever speaks of them.
 USER: Final = "my"
 
@@ -127,7 +137,13 @@ class EntityResolver:
         if len(display) >= len(self._display.get(key, "")):
             self._display[key] = display.strip()
         words = key.split()
-        if kind == "person" and len(words) in (2, 3):
+        # a first name of a full name: not "the" of "The Witcher", "of" of "Of the Rings" or "last" of "Last Fri"
+        if (
+            kind == "person"
+            and len(words) in (2, 3)
+            and words[0] not in _NOT_NAMES
+            and not _CONNECTOR_WORD.fullmatch(words[0])
+        ):
             self._learn_first_name(words[0], key)
         return key
 
@@ -177,11 +193,14 @@ class EntityResolver:
         assistant = role == "assistant" and not speaker
         names_kin = may_hold(text, KIN_CUES)  # each pattern below holds a kin term
         patterns = [] if assistant or not names_kin else [_NAMED_KIN, _A_KIN_NAMED, _NAME_THEN_KIN]
+        dates = (time_spans if time_spans is not None else candidate_spans(text)) if patterns else ()
         for pattern in patterns:
             for match in pattern.finditer(text):
                 name = match.group("name")
-                if canonical(name) in _NOT_NAMES:
-                    continue
+                if canonical(name) in _NOT_NAMES or _overlaps(match.span("name"), dates):
+                    continue  # "Last Tuesday, my gf, ..." names a day
+                if pattern is _NAME_THEN_KIN and _KIN_IS.match(text, match.end()):
+                    continue  # "Thankfully, my son's ok": the kin is the subject, not in apposition
                 kin = canonical(match.group("kin"))
                 target = self._add_entity(name, "other" if kin in _ANIMALS else "person")
                 self._add_alias(f"{owner} {kin}" if owner else f"{USER} {kin}", target)

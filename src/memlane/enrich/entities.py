@@ -251,6 +251,9 @@ def _trim(words: list[str], text: str, start: int, known: Collection[str]) -> tu
         plain = _plain(word)
         opener = _is_sentence_start(text, offset)
         filler = plain in _NOT_NAMES and (opener or len(words) == 1 or plain in _ALWAYS_DROP)
+        if not filler and opener and len(words) > 1 and canonical(word) not in known:
+            # "Woohoo Melanie!", "Go Jon!", "Anytime Nate": an opening word before a known name calls that person
+            filler = canonical(" ".join(words[1:])) in known
         if not filler and opener and len(words) == 1 and canonical(word) not in known:
             after = offset + len(word)
             possessive = _POSSESSIVE.search(word) is not None

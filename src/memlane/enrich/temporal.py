@@ -58,6 +58,9 @@ class TimeSpan:
 # dateparser is only ever called on the short matched span.
 
 _WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+# Abbreviated days, read only capitalised and after an anchor word or "on" ("last Fri", "next Tues", "on Sat"): alone,
+# or in lower case ("this sun"), "sat", "sun" and "wed" are words
+_WEEKDAY_ABBR = r"(?-i:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)"
 _MONTH_FULL = r"(?:january|february|march|april|may|june|july|august|september|october|november|december)"
 _MONTH_ABBR = r"(?:jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?"
 _MONTH = rf"(?:{_MONTH_FULL}|{_MONTH_ABBR})"
@@ -85,6 +88,7 @@ _PATTERNS: Final = [
     r"(?:yesterday|today|tonight|tomorrow)",
     r"(?:last\s+night|this\s+(?:morning|afternoon|evening))",
     rf"(?P<weekend>(?:(?:{_ANCHOR}|the|over\s+the)\s+)?weekend)",
+    rf"(?:(?:{_ANCHOR}|on)\s+{_WEEKDAY_ABBR})",
     rf"(?:{_ANCHOR}\s+(?:week|month|year|{_WEEKDAY}|{_MONTH_FULL}))",
     # explicit dates: "8 May 2023", "May 8th, 2023", "May 2023", "2023-05-08", "5/8/2023"
     rf"(?:{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?)",
@@ -113,7 +117,7 @@ _TIME_WORD_LIST: Final = (
     "yesterday today tonight tomorrow day days week weeks weekend fortnight fortnights month months year years "
     "night morning afternoon evening monday tuesday wednesday thursday friday saturday sunday january february "
     "march april may june july august september october november december jan feb mar apr jun jul aug sep "
-    "sept oct nov dec"
+    "sept oct nov dec mon tue tues wed thu thur thurs fri sat sun"
 )
 _TIME_WORDS: Final = frozenset(_TIME_WORD_LIST.split())
 _LETTERS: Final = re.compile(r"[a-z]+")
@@ -183,6 +187,13 @@ _REWRITES: Final = (
     (re.compile(r"^(early|late|mid)[\s-]+"), "in "),
     (re.compile(r"^(?:since|during|until|till|by|before|after|from|of|back\s+in)\s+"), "in "),
     (re.compile(r"^on\s+"), ""),
+    (re.compile(r"\b(?:mon)$"), "monday"),
+    (re.compile(r"\b(?:tues?)$"), "tuesday"),
+    (re.compile(r"\b(?:wed)$"), "wednesday"),
+    (re.compile(r"\b(?:thu|thur|thurs)$"), "thursday"),
+    (re.compile(r"\b(?:fri)$"), "friday"),
+    (re.compile(r"\b(?:sat)$"), "saturday"),
+    (re.compile(r"\b(?:sun)$"), "sunday"),
     (re.compile(r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s$"), r"\1"),
 )
 
