@@ -29,7 +29,6 @@ from memlane.config import Config, RetrievalPreset, save_preset
 from memlane.embedding import Embedder, make_embedder, store_spec
 from memlane.embedding.base import Vectors
 from memlane.enrich.aliases import EntityResolver
-from memlane.enrich.backlink import earlier_links, learnt_names, relink_batch
 from memlane.enrich.entities import AliasRow, canonical
 from memlane.enrich.pipeline import Enricher, forget_cached_text
 from memlane.errors import (
@@ -439,8 +438,7 @@ class Memory:
         texts = [index_text(it) for it in items]
         vectors = self._embed(texts)
         tables: dict[str, builtins.list[AliasRow]] = {}  # the alias tables enrichment reads, for the relations
-        links: dict[str, dict[str, builtins.list[str]]] = {}  # names learnt late, for memories stored before
-        aliases = self._enrich(items, vectors, tables, links) if enrich else None
+        aliases = self._enrich(items, vectors, tables) if enrich else None
         if annotate is not None:  # facts the caller knows beyond enrichment (an observation's tagged entities)
             for user, rows in annotate(items).items():
                 aliases = aliases if aliases is not None else {}
@@ -449,15 +447,7 @@ class Memory:
         if self._store.embedder_identity() is None:
             self._store.set_embedder_identity(self._embedder.identity, self._embedder.dim)
         self._store.insert(
-            items,
-            texts,
-            vectors,
-            event=event,
-            aliases=aliases,
-            jobs=jobs,
-            claim=claim,
-            relations=relations,
-            links=links or None,
+            items, texts, vectors, event=event, aliases=aliases, jobs=jobs, claim=claim, relations=relations
         )
 
     # -- background jobs ---------------------------------------------------------------------------
@@ -581,12 +571,9 @@ class Memory:
         items: Sequence[MemoryItem],
         vectors: Vectors,
         tables: dict[str, builtins.list[AliasRow]] | None = None,
-        links: dict[str, dict[str, builtins.list[str]]] | None = None,
     ) -> dict[str, builtins.list[AliasRow]]:
         """Fill the write-time dimensions of new items; returns each user's changed entity-table rows (and puts
-        each user's table as read into ``tables``). With ``links``, a name the items teach is also added to the
-        items and stored memories that named it before it was known (``memlane.enrich.backlink``): those stored
-        go into ``links`` (user -> memory id -> names) for the insert to write.
+        each user's table as read into ``tables``).
         """
         by_user: dict[str, builtins.list[int]] = {}
         for i, item in enumerate(items):
@@ -598,15 +585,8 @@ class Memory:
                 tables[user_id] = stored
             before = set(stored)
             resolver = EntityResolver.from_rows(before)
-            batch = [items[i] for i in idx]
-            self._enricher.enrich(batch, vectors[idx], resolver)
+            self._enricher.enrich([items[i] for i in idx], vectors[idx], resolver)
             changed[user_id] = [row for row in resolver.to_rows() if row not in before]
-            learnt = learnt_names(stored, changed[user_id]) if links is not None else {}
-            if learnt and links is not None:
-                relink_batch(batch, resolver, learnt)
-                found = earlier_links(self._store, user_id, resolver, learnt, exclude=(it.id for it in batch))
-                if found:
-                    links[user_id] = found
         return changed
 
     def _embed(self, texts: Sequence[str]) -> Vectors:

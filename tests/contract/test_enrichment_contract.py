@@ -58,39 +58,6 @@ def test_entity_dimension_finds_mentions_of_the_named_person(memory: Memory) -> 
     assert "'anna'" in lisbon.triggers["entity"]
 
 
-def test_a_name_learnt_later_is_linked_to_the_memories_that_named_it_before(memory: Memory) -> None:
-    # "Priya" opening a sentence is a name only once the table knows it: the memories told before the one that
-    # taught it gain the mention, in that write (earlier adds, and earlier turns of the same add)
-    first = memory.add("Priya adopted a greyhound called Comet.", user_id="sam", timestamp=T0).items[0]
-    assert "priya" not in memory.get(first.id, user_id="sam").entities
-    batch = memory.add(
-        [
-            {"content": "Priya moved into a flat in Headingley."},
-            {"content": "I had lunch with Priya, and Priya's brother Arjun came too."},
-            {"content": "Priya ran the Leeds half marathon."},
-        ],
-        user_id="sam",
-        timestamp=T0,
-    ).items
-    for item in (first, *batch):
-        assert "priya" in memory.get(item.id, user_id="sam").entities, item.text
-    assert memory.get(first.id, user_id="sam").entities == ["comet", "priya"]  # added, nothing else changed
-    node = memory.graph("Priya", user_id="sam")
-    assert node.node.mentions == 4 and len(node.memories) == 4
-    hits = memory.search("What did Priya adopt?", user_id="sam", top_k=4, preset_name="multi")
-    assert all("entity" in h.breakdown for h in hits)
-    # what one user's table knows does not reach another's; a deleted memory stays deleted
-    other = memory.add("Priya is my landlord.", user_id="zed", timestamp=T0).items[0]
-    assert memory.get(other.id, user_id="zed").entities == []
-    gone, kept = memory.add(["Lena bakes bread.", "Lena runs every day."], user_id="kim", timestamp=T0).items
-    memory.delete(gone.id, user_id="kim")
-    memory.add("I met Lena at the market.", user_id="kim", timestamp=T0)
-    assert "lena" in memory.get(kept.id, user_id="kim").entities
-    assert {m.id for m in memory.graph("Lena", user_id="kim").memories} == {
-        m.id for m in memory.list(user_id="kim")
-    } and gone.id not in {m.id for m in memory.list(user_id="kim")}
-
-
 def test_time_constraint_engages_the_temporal_dimension(memory: Memory) -> None:
     memory.add("I went hiking yesterday", user_id="u", timestamp=T0)
     memory.add("I baked bread", user_id="u", timestamp=datetime(2024, 7, 1, tzinfo=UTC))

@@ -214,13 +214,6 @@ class EntityResolver:
                 self._add_alias(f"{USER} {kin}", target)
         return mentions
 
-    def involved(self, text: str, speaker: str | None = None, role: str | None = None) -> list[str]:
-        """The canonical names a turn involves by what is known now (as ``observe`` then ``resolve_all`` find
-        them), learning nothing from it.
-        """
-        mentions = extract_entities(text, speaker, known=_Either(self._kinds.keys(), self._aliases.keys()))
-        return self.resolve_all(mentions, speaker, role)
-
     def _follow(self, key: str) -> str:
         for _ in range(4):  # follow alias chains, bounded against cycles
             target = self._aliases.get(key)

@@ -93,14 +93,11 @@ class RecordWriter(Protocol):
         changes: Mapping[str, Mapping[str, Any]] | None = None,
         claim: JobClaim | None = None,
         relations: Mapping[str, Sequence[RelationClaim]] | None = None,
-        links: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     ) -> None:
         """Store items with their text-index bodies and vectors (and users' entity-table rows), all or nothing.
 
         ``jobs`` are enqueued in the same transaction (a running one leased under ``claim``); ``changes`` adds
-        details to each item's history record; ``relations`` are each user's graph relations read from the items;
-        ``links`` (user -> memory id -> entity names) are entities that stored memories involve besides those they
-        were written with (a name learnt later), added to them (a memory gone meanwhile is skipped).
+        details to each item's history record; ``relations`` are each user's graph relations read from the items.
         """
         ...
 
@@ -118,7 +115,6 @@ class RecordWriter(Protocol):
         finish: JobOutcome | None = None,
         claim: JobClaim | None = None,
         relations: Mapping[str, Sequence[RelationClaim]] | None = None,
-        links: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     ) -> None:
         """``insert`` plus changed items (fields only, no re-index) and a job's outcome, in one transaction;
         nothing at all when the job is fenced (``JobFencedError``).

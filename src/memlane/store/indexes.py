@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from memlane.embedding.base import Vectors
-from memlane.enrich.backlink import NamingRow
 from memlane.enrich.entities import AliasRow
 from memlane.graph.types import EntityNode, GraphSlice, RelationEdge
 from memlane.models import (
@@ -134,12 +133,6 @@ class EntityIndex(Protocol):
 
     def known_entities(self, user_id: str, names: Sequence[str]) -> builtins.list[str]:
         """Those of ``names`` (canonical forms) that some memory of this user involves."""
-        ...
-
-    def naming(self, user_id: str, words: Sequence[str], limit: int) -> builtins.list[NamingRow]:
-        """The latest ``limit`` memories of this user whose own text (not the previous turn's) holds every one of
-        ``words`` (as the text index analyses words), with what they were stored involving.
-        """
         ...
 
 

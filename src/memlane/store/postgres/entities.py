@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import builtins
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 
-from memlane.enrich.backlink import NamingRow
 from memlane.enrich.entities import AliasRow, canonical
 from memlane.models import MemoryItem
 from memlane.store.alias_tables import AliasTables
@@ -35,29 +33,6 @@ def write_entities(c: psycopg.Connection[Any], pk: int, item: MemoryItem) -> Non
             "ON CONFLICT (pk, entity) DO UPDATE SET said_by = excluded.said_by",
             (pk, item.user_id, speaker or "", names),
         )
-
-
-def link_entities(c: psycopg.Connection[Any], user_id: str, linked: Mapping[str, Sequence[str]]) -> None:
-    """Add entities to stored memories of a user (memory id -> names): their rows (mentions, not said by) and their
-    ``entities`` list, the row locked while it is read and rewritten; a memory deleted meanwhile is skipped.
-    """
-    for memory_id, names in linked.items():
-        row = run(
-            c, "SELECT pk, entities FROM memories WHERE user_id = %s AND id = %s FOR UPDATE", (user_id, memory_id)
-        ).fetchone()
-        if row is None:
-            continue
-        pk, held = int(row[0]), json.loads(row[1])
-        new = [name for name in dict.fromkeys(names) if name not in held]
-        if not new:
-            continue
-        run(
-            c,
-            "INSERT INTO memory_entities (pk, user_id, entity, said_by) SELECT %s, %s, e, false "
-            "FROM unnest(%s::text[]) e ON CONFLICT (pk, entity) DO NOTHING",
-            (pk, user_id, new),
-        )
-        run(c, "UPDATE memories SET entities = %s WHERE pk = %s", (json.dumps([*held, *new]), pk))
 
 
 def write_aliases(c: psycopg.Connection[Any], user_id: str, rows: Sequence[AliasRow]) -> None:
@@ -138,16 +113,3 @@ class PostgresEntityIndex:
             scope=user_id,
         )
         return [str(r[0]) for r in rows]
-
-    def naming(self, user_id: str, words: Sequence[str], limit: int) -> builtins.list[NamingRow]:
-        if not words or limit <= 0:
-            return []
-        # every lexeme of the words, in the memory's own text (weight A; the previous turn's words are weight B)
-        rows = self._db.read(
-            "SELECT id, text, speaker, role, entities FROM memories WHERE user_id = %(u)s AND tsv @@ ("
-            "SELECT string_agg(quote_literal(l) || ':A', ' & ') "
-            "FROM unnest(tsvector_to_array(to_tsvector('memlane', %(w)s))) l)::tsquery ORDER BY pk DESC LIMIT %(n)s",
-            {"u": user_id, "w": " ".join(words), "n": int(limit)},
-            scope=user_id,
-        )
-        return [NamingRow(str(i), str(t), sp, ro, tuple(json.loads(e))) for i, t, sp, ro, e in rows]

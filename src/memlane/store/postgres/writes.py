@@ -22,7 +22,7 @@ from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, Job, MemoryI
 from memlane.store.alias_tables import AliasTables
 from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.postgres.db import Database
-from memlane.store.postgres.entities import link_entities, write_aliases, write_entities
+from memlane.store.postgres.entities import write_aliases, write_entities
 from memlane.store.postgres.graph import write_relations
 from memlane.store.postgres.history import erase_text, log_event
 from memlane.store.postgres.hot_feed import HotScopes
@@ -146,7 +146,6 @@ class PostgresWrites:
         changes: Mapping[str, Mapping[str, Any]] | None = None,
         claim: JobClaim | None = None,
         relations: Mapping[str, Sequence[RelationClaim]] | None = None,
-        links: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     ) -> None:
         self.write(
             items,
@@ -158,7 +157,6 @@ class PostgresWrites:
             changes=changes,
             claim=claim,
             relations=relations,
-            links=links,
         )
 
     def write(
@@ -175,7 +173,6 @@ class PostgresWrites:
         finish: JobOutcome | None = None,
         claim: JobClaim | None = None,
         relations: Mapping[str, Sequence[RelationClaim]] | None = None,
-        links: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     ) -> None:
         """New items (with their index entries), changed items (no re-index), jobs enqueued (a running one under
         ``claim``) and a job finished: all in one transaction, or nothing when the finished job is fenced.
@@ -208,8 +205,6 @@ class PostgresWrites:
                 write_aliases(c, user_id, rows)
             for user_id, claims in (relations or {}).items():
                 write_relations(c, user_id, claims)
-            for user_id, linked in (links or {}).items():
-                link_entities(c, user_id, linked)
             for job in jobs:
                 jobs_sql.enqueue(c, job, claim)
 

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import builtins
-import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Final
 
-from memlane.enrich.backlink import NamingRow
 from memlane.enrich.entities import AliasRow, canonical
 from memlane.models import MemoryItem
 from memlane.store.alias_tables import AliasTables
 from memlane.store.sqlite.db import CHUNK, Database, marks
 from memlane.store.sqlite.hot_feed import HotScopes
-from memlane.store.sqlite.text import scope_token
 
 _ENTITY_ROW: Final = (
     "INSERT INTO memory_entities (pk, user_id, entity, said_by) VALUES (?, ?, ?, ?) "
@@ -42,28 +39,6 @@ def write_entities(c: sqlite3.Connection, pk: int, item: MemoryItem) -> None:
     keep = list(dict.fromkeys(item.entities))
     c.execute(f"DELETE FROM memory_entities WHERE pk = ? AND entity NOT IN ({marks(len(keep))})", (pk, *keep))
     c.executemany(_ENTITY_ROW, entity_rows(pk, item))
-
-
-def link_entities(c: sqlite3.Connection, user_id: str, linked: Mapping[str, Sequence[str]]) -> None:
-    """Add entities to stored memories of a user (memory id -> names): their rows (mentions, not said by) and their
-    ``entities`` list; a memory deleted meanwhile is skipped, a name it already involves is left as it is.
-    """
-    for memory_id, names in linked.items():
-        row = c.execute(
-            "SELECT pk, entities FROM memories WHERE user_id = ? AND id = ?", (user_id, memory_id)
-        ).fetchone()
-        if row is None:
-            continue
-        pk, held = int(row[0]), json.loads(row[1])
-        new = [name for name in dict.fromkeys(names) if name not in held]
-        if not new:
-            continue
-        c.executemany(
-            "INSERT INTO memory_entities (pk, user_id, entity, said_by) VALUES (?, ?, ?, 0) "
-            "ON CONFLICT(pk, entity) DO NOTHING",
-            [(pk, user_id, name) for name in new],
-        )
-        c.execute("UPDATE memories SET entities = ? WHERE pk = ?", (json.dumps([*held, *new]), pk))
 
 
 def write_aliases(c: sqlite3.Connection, user_id: str, rows: Sequence[AliasRow]) -> None:
@@ -131,14 +106,3 @@ class SQLiteEntityIndex:
             (user_id, *wanted),
         )
         return [str(r[0]) for r in rows]
-
-    def naming(self, user_id: str, words: Sequence[str], limit: int) -> builtins.list[NamingRow]:
-        if not words or limit <= 0:
-            return []
-        quoted = " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
-        rows = self._db.read(
-            "SELECT m.id, m.text, m.speaker, m.role, m.entities FROM memories_fts f JOIN memories m ON m.pk = f.rowid "
-            "WHERE memories_fts MATCH ? ORDER BY f.rowid DESC LIMIT ?",
-            (f"scope : {scope_token(user_id)} AND body : ({quoted})", int(limit)),
-        )
-        return [NamingRow(str(i), str(t), sp, ro, tuple(json.loads(e))) for i, t, sp, ro, e in rows]

@@ -22,7 +22,7 @@ from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.records import AccessUse, embed_hash
 from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database, marks
-from memlane.store.sqlite.entities import link_entities, write_aliases, write_entities
+from memlane.store.sqlite.entities import write_aliases, write_entities
 from memlane.store.sqlite.graph import write_relations
 from memlane.store.sqlite.history import erase_text, log_event
 from memlane.store.sqlite.hot_feed import HotScopes
@@ -88,7 +88,6 @@ class SQLiteWrites:
         changes: Mapping[str, Mapping[str, Any]] | None = None,
         claim: JobClaim | None = None,
         relations: Mapping[str, Sequence[RelationClaim]] | None = None,
-        links: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     ) -> None:
         self.write(
             items,
@@ -100,7 +99,6 @@ class SQLiteWrites:
             changes=changes,
             claim=claim,
             relations=relations,
-            links=links,
         )
 
     def write(
@@ -117,7 +115,6 @@ class SQLiteWrites:
         finish: JobOutcome | None = None,
         claim: JobClaim | None = None,
         relations: Mapping[str, Sequence[RelationClaim]] | None = None,
-        links: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     ) -> None:
         """New items (with their index entries), changed items (no re-index), jobs enqueued (a running one under
         ``claim``) and a job finished: all in one transaction, or nothing when the finished job is fenced.
@@ -158,8 +155,6 @@ class SQLiteWrites:
                 write_aliases(c, user_id, rows)
             for user_id, claims in (relations or {}).items():
                 write_relations(c, user_id, claims)
-            for user_id, linked in (links or {}).items():
-                link_entities(c, user_id, linked)
             for job in jobs:
                 jobs_sql.enqueue(c, job, claim)
             for user_id in by_user:
