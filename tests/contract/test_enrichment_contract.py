@@ -58,6 +58,22 @@ def test_entity_dimension_finds_mentions_of_the_named_person(memory: Memory) -> 
     assert "'anna'" in lisbon.triggers["entity"]
 
 
+def test_a_contracted_verb_after_a_name_does_not_hide_its_speaker(memory: Memory) -> None:
+    # LoCoMo conv-47: John's "I think James’ll love it" made an entity "james ll" and "james" its alias, so a
+    # question naming James looked for that entity, not for James's own turns
+    memory.add(
+        [
+            {"name": "James", "content": "I adopted a puppy named Ned last week."},
+            {"name": "John", "content": "I think James’ll love the new game too."},
+        ],
+        user_id="jj",
+        timestamp=T0,
+    )
+    hits = memory.search("What pet did James adopt?", user_id="jj", top_k=2, preset_name="multi")
+    assert "'james'" in hits[0].triggers["entity"] and "james ll" not in hits[0].triggers["entity"]
+    assert hits[0].memory.text.startswith("I adopted") and hits[0].breakdown["entity"].raw == 1.0
+
+
 def test_time_constraint_engages_the_temporal_dimension(memory: Memory) -> None:
     memory.add("I went hiking yesterday", user_id="u", timestamp=T0)
     memory.add("I baked bread", user_id="u", timestamp=datetime(2024, 7, 1, tzinfo=UTC))
