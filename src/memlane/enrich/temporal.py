@@ -173,6 +173,9 @@ _FUTURE_CUE: Final = re.compile(
 _VAGUE_COUNT: Final = re.compile(r"\b(?:a\s+couple\s+of|a\s+couple|a\s+few|few|several)\b")
 _VAGUE_VALUE: Final = {"a couple of": "2", "a couple": "2", "a few": "3", "few": "3", "several": "3"}
 
+# An abbreviated day's full name, by its first three letters ("tues" and "thurs" included).
+_DAY_NAMES: Final = {d[:3]: d for d in ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")}
+
 # Phrases dateparser does not know, rewritten to ones it does (synonyms, not parsing).
 _REWRITES: Final = (
     (re.compile(r"^(?:the\s+)?(week|month|year)\s+before\s+last$"), r"2 \1s ago"),
@@ -187,13 +190,7 @@ _REWRITES: Final = (
     (re.compile(r"^(early|late|mid)[\s-]+"), "in "),
     (re.compile(r"^(?:since|during|until|till|by|before|after|from|of|back\s+in)\s+"), "in "),
     (re.compile(r"^on\s+"), ""),
-    (re.compile(r"\b(?:mon)$"), "monday"),
-    (re.compile(r"\b(?:tues?)$"), "tuesday"),
-    (re.compile(r"\b(?:wed)$"), "wednesday"),
-    (re.compile(r"\b(?:thu|thur|thurs)$"), "thursday"),
-    (re.compile(r"\b(?:fri)$"), "friday"),
-    (re.compile(r"\b(?:sat)$"), "saturday"),
-    (re.compile(r"\b(?:sun)$"), "sunday"),
+    (re.compile(r"\b(mon|tues?|wed|thu|thur|thurs|fri|sat|sun)$"), lambda m: _DAY_NAMES[m.group(1)[:3]]),
     (re.compile(r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s$"), r"\1"),
 )
 
