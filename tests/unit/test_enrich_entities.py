@@ -97,6 +97,13 @@ def test_a_day_or_an_adverb_before_my_kin_is_not_their_name() -> None:
     assert resolver.resolve("my sister", "Maya") == "anna"
 
 
+def test_a_negated_verb_is_never_part_of_a_name() -> None:
+    # a photo caption run into the next turn: "... a desk with a lamp Don't worry." made "don t" a person
+    assert kinds("a desk with a lamp Don't worry too much.") == {}
+    assert kinds("I told Mel Can't wait!") == {"Mel": "person"}
+    assert kinds("He said Won’t happen again.") == {}
+
+
 def test_speaker_is_a_person_mention() -> None:
     mentions = extract_entities("I adopted a dog last week.", "Maya")
     assert EntityMention("Maya", "person", -1, -1) in mentions

@@ -240,6 +240,13 @@ def _plain(word: str) -> str:
 
 
 _ALWAYS_DROP: Final = frozenset({"i", "i'm", "i've", "i'd", "i'll", "im", "ive"})
+
+
+def _never_a_name(plain: str) -> bool:
+    """ "I", "I'm" and every negated verb ("Don't", "Can't", "Won't") are never part of a name, wherever they stand."""
+    return plain in _ALWAYS_DROP or plain.endswith("n't")
+
+
 _OPENER_NAME: Final = re.compile(r"(?:['’]s\b|\s*,\s*(?:my|our)\b|\s+and\s+I\b|\s+(?:said|says|told|asked)\b)")
 
 
@@ -250,7 +257,7 @@ def _trim(words: list[str], text: str, start: int, known: Collection[str]) -> tu
         word = words[0]
         plain = _plain(word)
         opener = _is_sentence_start(text, offset)
-        filler = plain in _NOT_NAMES and (opener or len(words) == 1 or plain in _ALWAYS_DROP)
+        filler = _never_a_name(plain) or (plain in _NOT_NAMES and (opener or len(words) == 1))
         if not filler and opener and len(words) > 1 and canonical(word) not in known:
             # "Woohoo Melanie!", "Go Jon!", "Anytime Nate": an opening word before a known name calls that person
             filler = canonical(" ".join(words[1:])) in known
@@ -312,7 +319,7 @@ def extract_entities(
         words = match.group(0).split()
         if len(words) == 1 and _plain(words[0]) in _NOT_NAMES:
             continue  # a lone filler ("I", "Thanks", "It's"): what _trim drops wherever it stands
-        while words and _plain(words[-1]) in _ALWAYS_DROP:  # "Wish I", "Lately I've"
+        while words and _never_a_name(_plain(words[-1])):  # "Wish I", "Lately I've", "Mel Can't"
             words = words[:-1]
         words, start = _trim(words, text, match.start(), known)
         # connectors left dangling at the end ("Bank of") are not part of the name
