@@ -243,7 +243,7 @@ _ALWAYS_DROP: Final = frozenset({"i", "i'm", "i've", "i'd", "i'll", "im", "ive"}
 
 
 def _never_a_name(plain: str) -> bool:
-    """ "I", "I'm" and every negated verb ("Don't", "Can't", "Won't") are never part of a name, wherever they stand."""
+    """Whether a word is never part of a name, wherever it stands: "I", "I'm", and every negated verb ("Don't")."""
     return plain in _ALWAYS_DROP or plain.endswith("n't")
 
 
