@@ -137,12 +137,15 @@ class EntityResolver:
         if len(display) >= len(self._display.get(key, "")):
             self._display[key] = display.strip()
         words = key.split()
-        # a first name of a full name: not "the" of "The Witcher", "of" of "Of the Rings" or "last" of "Last Fri"
+        # a first name of a full name: not "the" of "The Witcher", "of" of "Of the Rings", "last" of "Last Fri",
+        # nor an acronym ("LGBTQ" of "LGBTQ Activists")
+        first = display.split()[0] if display.split() else ""
         if (
             kind == "person"
             and len(words) in (2, 3)
             and words[0] not in _NOT_NAMES
             and not _CONNECTOR_WORD.fullmatch(words[0])
+            and not (len(first) > 1 and first.isupper())
         ):
             self._learn_first_name(words[0], key)
         return key
