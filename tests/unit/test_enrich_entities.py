@@ -72,8 +72,9 @@ def test_an_opening_word_before_a_known_name_is_not_part_of_it() -> None:
     known = {"melanie", "jon"}
     assert [m.text for m in extract_entities("Woohoo Melanie! I passed.", known=known)] == ["Melanie"]
     assert [m.text for m in extract_entities("Go Jon! You can do it.", known=known)] == ["Jon"]
-    # a full name that opens a sentence stays whole
+    # a full name that opens a sentence stays whole, and so does a known name whose last word is known too
     assert [m.text for m in extract_entities("Melanie Smith came by.", known=known)] == ["Melanie Smith"]
+    assert [m.text for m in extract_entities("New York is big.", known={"york", "new york"})] == ["New York"]
 
 
 def test_a_first_name_alias_is_never_a_function_word() -> None:

@@ -139,7 +139,7 @@ class EntityResolver:
         words = key.split()
         # a first name of a full name: not "the" of "The Witcher", "of" of "Of the Rings", "last" of "Last Fri",
         # nor an acronym ("LGBTQ" of "LGBTQ Activists")
-        first = display.split()[0] if display.split() else ""
+        first = display.split(maxsplit=1)[0] if display.strip() else ""
         if (
             kind == "person"
             and len(words) in (2, 3)

@@ -260,7 +260,8 @@ def _trim(words: list[str], text: str, start: int, known: Collection[str]) -> tu
         filler = _never_a_name(plain) or (plain in _NOT_NAMES and (opener or len(words) == 1))
         if not filler and opener and len(words) > 1 and canonical(word) not in known:
             # "Woohoo Melanie!", "Go Jon!", "Anytime Nate": an opening word before a known name calls that person
-            filler = canonical(" ".join(words[1:])) in known
+            # (unless the whole run is a known name too: "New York" when "York" is also known)
+            filler = canonical(" ".join(words[1:])) in known and canonical(" ".join(words)) not in known
         if not filler and opener and len(words) == 1 and canonical(word) not in known:
             after = offset + len(word)
             possessive = _POSSESSIVE.search(word) is not None
