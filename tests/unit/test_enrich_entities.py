@@ -92,6 +92,34 @@ def test_a_first_name_alias_is_never_a_function_word() -> None:
     assert aliases["anna"] == "anna smith"
 
 
+def test_a_quoted_title_is_no_person_and_gives_no_first_name() -> None:
+    # LoCoMo and MemoryBank: "Little Women", "The Lean Startup", "Home Alone" were people, so "Home" or "Little"
+    # opening any later sentence named them
+    def kinds(text: str) -> dict[str, str]:
+        return {m.text: m.kind for m in extract_entities(text)}
+
+    assert kinds('I just watched "Little Women" again.') == {"Little Women": "product"}
+    assert kinds("I'm reading “The Lean Startup”.") == {"Lean Startup": "product"}
+    assert kinds('We saw "Home Alone."') == {"Home Alone": "product"}
+    # only when the run is the whole quoted string, and not after a kin word: a nickname is still a person
+    assert kinds('Yeah, "Harry Potter and the Goblet" is great.')["Harry Potter"] == "person"
+    assert kinds('My friend "Jake Miller" called.')["Jake Miller"] == "person"
+    resolver = EntityResolver()
+    resolver.observe('We love "Home Alone" at Christmas.', "Tim")
+    resolver.observe("Then Anna Smith called.", "Tim")
+    aliases = {row.alias: row.target for row in resolver.to_rows() if row.alias != row.target}
+    assert aliases == {"anna": "anna smith"}
+
+
+def test_two_capitalised_words_after_an_article_are_no_person() -> None:
+    # "The Minnesota Wolves", "a Financial Analyst", "the Pacific Northwest": no one is called "the X Y"
+    assert extract_entities("The Minnesota Wolves won again.")[0].kind == "other"
+    assert extract_entities("I started a new job as a Financial Analyst.")[0].kind == "other"
+    assert extract_entities("We hiked the Pacific Northwest.")[0].kind == "other"
+    assert extract_entities("I met Matt Patterson there.")[0].kind == "person"
+    assert extract_entities("I went with the Smiths and Anna Lee.")[-1].kind == "person"
+
+
 def test_a_day_or_an_adverb_before_my_kin_is_not_their_name() -> None:
     # LoCoMo: "Thankfully, my son's ok" made "thankfully" Melanie's son, "Last Tuesday, my gf, ..." a girlfriend
     resolver = EntityResolver()

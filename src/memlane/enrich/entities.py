@@ -120,6 +120,11 @@ _PRODUCT_CUE: Final = re.compile(
     r"watch(?:ed|ing)?|read(?:ing)?|download(?:ed)?|install(?:ed)?)\s+(?:(?:a|an|the|my)\s+)?)$"
 )
 _PERSON_CUE: Final = re.compile(r"(?:\b(?:named|called|with|met|meet|told|asked|and|hey|hi|dear|thanks|thank you)\s+)$")
+# A run that is the whole of a quoted string ("Little Women", “The Lean Startup”) is a title, not a person
+_QUOTE_OPEN: Final = re.compile(r"[\"“](?:(?:the|a|an)\s+)?$", re.IGNORECASE)
+_QUOTE_CLOSE: Final = re.compile(r"[.,!?]?[\"”]")
+# Nobody is "the Minnesota Wolves" or "a Financial Analyst": after an article, two capitalised words are no person
+_ARTICLE: Final = re.compile(r"\b(?:the|a|an)\s+$")
 
 # A capitalised word: an upper-case first letter (Latin, with accents) then word characters, apostrophes, hyphens.
 _CAP_WORD = r"[A-ZÀ-ÖØ-Þ][\w'’\-]*"
@@ -139,6 +144,8 @@ _KIN_MENTION: Final = re.compile(
 _POSSESSIVE_KIN: Final = re.compile(
     rf"(?<![\w'’])({_CAP_WORD})['’]s\s+(?:(?:little|big|older|younger|best)\s+)?(?:{_KIN})\b"
 )
+# "my friend "Big Mike"": a quoted name right after a kin word is that person's, not a title
+_KIN_BEFORE: Final = re.compile(rf"\b(?:{_KIN})\s*[,:]?\s*$", re.I)
 
 _UNITS = (
     r"%|percent|per\s?cent|km|kms|kilometers?|kilometres?|miles?|mi|m|meters?|metres?|cm|mm|ft|feet|foot|inch(?:es)?|"
@@ -211,8 +218,10 @@ def _is_sentence_start(text: str, start: int) -> bool:
     return _SENTENCE_BREAK.search(text, max(0, start - 3), start) is not None
 
 
-def _kind_of(text: str, start: int, span: str, words: list[str]) -> str:
-    """Guess the kind of a capitalised span from its suffix word and the words before it."""
+def _kind_of(text: str, start: int, end: int, span: str, words: list[str]) -> str:
+    """Guess the kind of the capitalised span ``text[start:end]`` from its suffix word, the words before it and
+    whether it is all of a quoted string.
+    """
     keys = {_CLITIC.sub("", word.lower()) for word in words}
     first = words[0].lower().rstrip(".")
     if keys & _ORG_SUFFIX:
@@ -221,6 +230,13 @@ def _kind_of(text: str, start: int, span: str, words: list[str]) -> str:
         return "place"
     if first in _HONORIFICS and len(words) > 1:
         return "person"
+    quote = _QUOTE_OPEN.search(text, max(0, start - 5), start)
+    if (
+        quote
+        and _QUOTE_CLOSE.match(text, end)
+        and not _KIN_BEFORE.search(text, max(0, quote.start() - 30), quote.start())
+    ):
+        return "product"  # a title, as "watched X" and "read X" make one
     before = text[max(0, start - 40) : start].lower()
     if _ORG_CUE.search(before):
         return "organisation"
@@ -230,7 +246,7 @@ def _kind_of(text: str, start: int, span: str, words: list[str]) -> str:
         return "place"
     if len(span) > 1 and span.isupper():
         return "other"
-    if _PERSON_CUE.search(before) or len(words) <= 2:
+    if _PERSON_CUE.search(before) or (len(words) <= 2 and not _ARTICLE.search(before)):
         return "person"
     return "other"
 
@@ -334,7 +350,7 @@ def extract_entities(
         end -= len(span) - len(stripped)
         if len(stripped) < 2 or canonical(stripped) in _NOT_NAMES:
             continue
-        add(EntityMention(stripped, _kind_of(text, start, stripped, words), start, end))
+        add(EntityMention(stripped, _kind_of(text, start, end, stripped, words), start, end))
     if _SMALL_CAPITAL.search(text):
         for match in _MIXED_CASE.finditer(text):
             add(EntityMention(match.group(0), "product", match.start(), match.end()))
