@@ -167,13 +167,27 @@ def test_extracted_claims_become_relations_sourced_by_the_typed_memory(tmp_path:
         )
         typed = {m.text: m.id for m in result.memories}
         edges = {(r.subject, r.predicate, r.object): r for r in memory.relations(user_id="u")}
-        assert set(edges) == {("david", "spouse_of", "melanie"), ("dr okafor", "therapist_of", "melanie")}
+        # "Dr. Okafor" is the entity "okafor" (the title stripped), in the edge as in the entity table, stated by the
+        # turn (its sentence does not end at "Dr.") and by the typed memory
+        assert set(edges) == {("david", "spouse_of", "melanie"), ("okafor", "therapist_of", "melanie")}
+        assert len(edges[("okafor", "therapist_of", "melanie")].sources) == 2
+        assert memory.graph("Okafor", user_id="u").relations
         assert typed["David is Melanie's husband."] in edges[("david", "spouse_of", "melanie")].sources
         # the turn and the typed memory both state it; deleting the turn removes the typed memory and the edge
         memory.delete(result.items[0].id, user_id="u")
         assert ("david", "spouse_of", "melanie") not in {
             (r.subject, r.predicate, r.object) for r in memory.relations(user_id="u")
         }
+
+
+def test_a_claims_first_name_is_the_entity_its_turn_named(tmp_path: Path) -> None:
+    # the typed memory says "Anna", the turn "Anna Lee": one node, as in the entity table
+    config = Config(data_dir=tmp_path / "home", embedder="hash", infer=True)
+    with Memory(":memory:", embedder=HashEmbedder(), config=config) as memory:
+        memory.add([turn("My sister Anna Lee moved to Denver.")], user_id="u")
+        found = triples(memory, "u")
+        assert ("anna lee", "sister_of", "melanie") in found and ("anna lee", "lives_in", "denver") in found
+        assert not {t for t in found if t[0] in ("anna", "lee")}
 
 
 def test_updating_a_turn_replaces_the_relations_it_states(memory: Memory) -> None:
@@ -184,3 +198,4 @@ def test_updating_a_turn_replaces_the_relations_it_states(memory: Memory) -> Non
         memory.graph("Initech", user_id="u")
     memory.update(item.id, user_id="u", importance=0.9)  # no new text: the relations stay
     assert triples(memory, "u") == {("melanie", "works_at", "globex")}
+

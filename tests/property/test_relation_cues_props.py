@@ -62,7 +62,7 @@ def _unskipped(reader: RelationReader, item: MemoryItem) -> list[RelationClaim]:
     me = relations.canonical(item.speaker) if item.speaker else USER_NODE
     every = _Cues(True, True, True, True)
     out: dict[tuple[str, str, str], RelationClaim] = {}
-    for sentence in re.split(r"(?<=[.!?])\s+|\n+", item.text):
+    for sentence in relations._SENTENCES.split(item.text):
         if not sentence or sentence.rstrip().endswith("?") or HYPOTHETICAL.search(sentence):
             continue
         for claim in reader._sentence(sentence, me, item, every):

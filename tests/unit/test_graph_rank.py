@@ -85,3 +85,13 @@ def test_likes_keep_a_short_object_and_skip_deictic_ones() -> None:
     assert read("My kids love the beach with their cousins.") == {("melanie kids", "likes", "beach")}
     assert read("I'm really into painting landscapes.") == {("melanie", "likes", "painting landscapes")}
     assert read("I love it!", "I love that you said that.") == set()
+
+
+def test_a_subject_of_several_words_is_the_known_name_it_ends_with() -> None:
+    # "Anna Lee moved": the subject is Anna Lee, not "lee"; "Yesterday Tom moved": Tom
+    assert read("My sister Anna Lee moved to Denver.") == {
+        ("anna lee", "sister_of", "melanie"),
+        ("anna lee", "lives_in", "denver"),
+    }
+    assert read("Yesterday Tom moved to Paris.") == {("tom", "lives_in", "paris")}
+    assert read("My therapist Dr. Okafor is great.") == {("okafor", "therapist_of", "melanie")}

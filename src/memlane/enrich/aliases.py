@@ -27,17 +27,19 @@ from memlane.enrich.entities import (
 )
 from memlane.enrich.temporal import candidate_spans
 
+# "my therapist Dr. Okafor": an abbreviated title with its full stop belongs to the name after it
+_TITLED: Final = r"(?:(?:Dr|Mr|Mrs|Ms|Mx|Prof|St)\.\s+)?"
 _NAMED_KIN: Final = re.compile(
     rf"\b(?P<owner>[Mm]y|[Oo]ur)\s+(?:(?:little|big|older|younger|baby|best)\s+)?(?P<kin>{_KIN})"
     rf"(?:\s*,\s*|\s+(?:named|called)\s+|\s+is\s+(?:named|called)\s+|['’]s\s+name\s+is\s+|\s+)"
-    rf"(?P<name>{_CAP_WORD}(?:\s+{_CAP_WORD})?)"
+    rf"(?P<name>{_TITLED}{_CAP_WORD}(?:\s+{_CAP_WORD})?)"
 )
 _A_KIN_NAMED: Final = re.compile(
     rf"\b(?P<owner>[Aa]n?|[Tt]he)\s+(?:new\s+|little\s+|baby\s+)?(?P<kin>{_KIN})\s+(?:named|called)\s+"
-    rf"(?P<name>{_CAP_WORD}(?:\s+{_CAP_WORD})?)"
+    rf"(?P<name>{_TITLED}{_CAP_WORD}(?:\s+{_CAP_WORD})?)"
 )
 _NAME_THEN_KIN: Final = re.compile(
-    rf"(?P<name>{_CAP_WORD}(?:\s+{_CAP_WORD})?)\s*(?:,|\(|-|–)\s*(?P<owner>[Mm]y|[Oo]ur)\s+"
+    rf"(?P<name>{_TITLED}{_CAP_WORD}(?:\s+{_CAP_WORD})?)\s*(?:,|\(|-|–)\s*(?P<owner>[Mm]y|[Oo]ur)\s+"
     rf"(?:(?:little|big|older|younger|baby|best)\s+)?(?P<kin>{_KIN})\b"
 )
 
@@ -119,6 +121,10 @@ class EntityResolver:
 
     def __len__(self) -> int:
         return len(self._kinds)
+
+    def knows(self, key: str) -> bool:
+        """Whether the canonical ``key`` is a known entity or alias."""
+        return key in self._kinds or key in self._aliases
 
     @property
     def names(self) -> list[str]:

@@ -26,7 +26,7 @@ _PARTNERS: Final = frozenset(
 
 _SUBJECT = (
     rf"(?P<subj>\b(?:[Ii]|[Ww]e|[Mm]y\s+(?:(?:little|big|older|younger|baby|best)\s+)?(?:{_KIN})|"
-    r"[A-Z][a-z][\w'’-]*))"
+    r"[A-Z][a-z][\w'’-]*(?:\s+[A-Z][a-z][\w'’-]*){0,2}))"
 )
 _ADVERB = r"(?:\s+(?:really|just|recently|finally|also|still|absolutely|totally|now|both|all))*"
 _NAME = r"(?P<obj>(?:the\s+)?[A-Z][\w'’&.-]*(?:\s+(?:of\s+|&\s+)?(?!I\b|I['’])[A-Z][\w'’&.-]*){0,4})"
@@ -47,6 +47,10 @@ _LIKES: Final = re.compile(
 # pattern holds "my"/"our" before a kin term ("my sister", "Anna, my sister") or "named"/"called" ("a dog named
 # Rex"); the others their verbs. A sentence with none of a pattern's cues is not scanned with it.
 _OWNED_KIN: Final = re.compile(rf"(?:[Mm]y|[Oo]ur)\s+(?:(?:little|big|older|younger|baby|best)\s+)?(?:{_KIN})")
+# Sentences end at . ! ? or a line break, but not at an abbreviated title ("My therapist Dr. Okafor is great.")
+_SENTENCES: Final = re.compile(
+    r"(?<=[.!?])(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bMx\.)(?<!\bSt\.)(?<!\bProf\.)\s+|\n+"
+)
 _NEGATED: Final = re.compile(r"\b(?:not|n't|never|no longer|any ?more)\b", re.I)
 _OBJECT_CUT: Final = re.compile(
     r"\s+(?:with|at|in|on|when|because|since|so|but|and|or|to|for|from|every|during|after|before|while|if|as|"
@@ -150,7 +154,7 @@ class RelationReader:
             return []
         me = canonical(item.speaker) if item.speaker else USER_NODE
         out: dict[tuple[str, str, str], RelationClaim] = {}
-        for sentence in re.split(r"(?<=[.!?])\s+|\n+", item.text):
+        for sentence in _SENTENCES.split(item.text):
             cues = whole if sentence == item.text else _Cues.of(sentence, whole)
             if not cues or sentence.rstrip().endswith("?") or HYPOTHETICAL.search(sentence):
                 continue
@@ -200,6 +204,11 @@ class RelationReader:
         if low.startswith(("my ", "my\t")):
             return self._resolver.resolve(words, item.speaker, item.role or "user")
         key = canonical(words)
+        parts = key.split()
+        # "My sister Anna Lee moved ...": the longest known name the run ends with ("anna lee", not "lee"), else its
+        # last word ("Yesterday Anna moved ...")
+        known = next((" ".join(parts[i:]) for i in range(len(parts)) if self._resolver.knows(" ".join(parts[i:]))), "")
+        key = known or (parts[-1] if parts else "")
         return "" if key in _NOT_NAMES else self._resolver.resolve(key)
 
 
@@ -261,9 +270,12 @@ _ATTRIBUTES: Final[Mapping[str, tuple[str, str]]] = {
 _KIN_WORD: Final = re.compile(rf"(?:{_KIN})")
 
 
-def relations_from_claims(items: Sequence[MemoryItem]) -> dict[str, list[RelationClaim]]:
+def relations_from_claims(
+    items: Sequence[MemoryItem], resolvers: Mapping[str, EntityResolver] | None = None
+) -> dict[str, list[RelationClaim]]:
     """Relations stated by typed memories' structured claims (``subject``/``attribute``/``value`` metadata, as the
-    offline rules and an LLM extractor give them), each with the typed memory as its source, by user.
+    offline rules and an LLM extractor give them), each with the typed memory as its source, by user; names are
+    resolved through the user's alias table when ``resolvers`` holds it (the claim "Anna" is "anna lee").
     """
     out: dict[str, list[RelationClaim]] = {}
     for item in items:
@@ -273,6 +285,10 @@ def relations_from_claims(items: Sequence[MemoryItem]) -> dict[str, list[Relatio
         owner, attr, named = canonical(subject), canonical(attribute), canonical(value)
         if owner in ("the user", ""):
             owner = USER_NODE
+        resolver = resolvers.get(item.user_id) if resolvers is not None else None
+        if resolver is not None:
+            owner = owner if owner == USER_NODE else resolver.resolve(owner)
+            named = resolver.resolve(named) if named else named
         if not owner or not named or owner == named:
             continue
         when = item.valid_from or item.event_time or item.timestamp

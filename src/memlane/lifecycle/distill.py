@@ -11,6 +11,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from memlane.embedding.base import Vectors
+from memlane.enrich.aliases import EntityResolver
 from memlane.enrich.entities import AliasRow
 from memlane.extraction.base import Candidate, ExtractionFailure, Extractor
 from memlane.extraction.offline import RuleExtractor
@@ -33,7 +34,7 @@ from memlane.models import (
     as_utc,
     utcnow,
 )
-from memlane.store.base import Archive, JobQueue, RecordReader, RecordWriter, VectorIndex
+from memlane.store.base import Archive, EntityIndex, JobQueue, RecordReader, RecordWriter, VectorIndex
 from memlane.store.outcome import JobOutcome
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ RELATED_LIMIT = 10
 Embed = Callable[[Sequence[str]], Vectors]
 
 
-class DistillStore(RecordReader, RecordWriter, VectorIndex, Archive, JobQueue, Protocol):
+class DistillStore(RecordReader, RecordWriter, VectorIndex, Archive, JobQueue, EntityIndex, Protocol):
     """What distillation uses of a store: rows, similar typed memories, eviction, and finishing its job."""
 
 
@@ -161,12 +162,16 @@ class Distiller:
             changes=plan.notes,
             updates=updates,
             finish=finish,
-            relations=relations_from_claims(new),
+            relations=relations_from_claims(new, self._resolvers(user_id, aliases)) if new else None,
         )
         merged = (item for item, event, _ in plan.changed.values() if event is HistoryEvent.MERGE)
         outcome.memories = [*new, *merged]
         self.enforce_capacity(user_id)
         return outcome
+
+    def _resolvers(self, user_id: str, aliases: Mapping[str, Sequence[AliasRow]]) -> dict[str, EntityResolver]:
+        """The user's alias table as this write leaves it, to resolve the names of extracted claims."""
+        return {user_id: EntityResolver.from_rows([*self.store.entity_aliases(user_id), *aliases.get(user_id, ())])}
 
     def _job_outcome(
         self, user_id: str, job: Job | None, errors: Sequence[ExtractionFailure], outcome: Outcome
