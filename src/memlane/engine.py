@@ -41,8 +41,8 @@ from memlane.errors import (
 )
 from memlane.extraction.factory import make_extraction
 from memlane.graph.neighbourhood import Neighbourhood, neighbourhood, resolve_entity
-from memlane.graph.relations import relations_by_user
-from memlane.graph.types import RelationEdge
+from memlane.graph.relations import relations_by_user, relations_from_claims
+from memlane.graph.types import RelationClaim, RelationEdge
 from memlane.ids import new_id
 from memlane.lifecycle.access import AccessTally
 from memlane.lifecycle.distill import EXTRACT_JOB, Distiller, typed_hash
@@ -1181,12 +1181,43 @@ class Memory:
                     on_progress(len(texts[start : start + 1000]))
             if self._store.embedder_identity() is None:
                 self._store.set_embedder_identity(self._embedder.identity, self._embedder.dim)
+            aliases, relations = self._relearn(items)
             try:
-                self._store.insert(items, texts, np.vstack(parts), event=HistoryEvent.IMPORT)
+                self._store.insert(
+                    items, texts, np.vstack(parts), event=HistoryEvent.IMPORT, aliases=aliases, relations=relations
+                )
             except StoreError:
                 self._raise_taken(fresh)
                 raise
         return len(items)
+
+    def _relearn(
+        self, items: Sequence[MemoryItem]
+    ) -> tuple[dict[str, builtins.list[AliasRow]], dict[str, builtins.list[RelationClaim]]]:
+        """Each user's entity-table rows and graph relations for imported memories, read from them in the order
+        they were written, as their writes read them (an export holds memories, not the tables derived from them).
+        """
+        ordered = sorted(items, key=lambda it: (it.created_at, it.id))
+        tables: dict[str, builtins.list[AliasRow]] = {}
+        aliases: dict[str, builtins.list[AliasRow]] = {}
+        resolvers: dict[str, EntityResolver] = {}
+        for user_id in dict.fromkeys(it.user_id for it in ordered):
+            stored = tables[user_id] = self._store.entity_aliases(user_id)
+            before = set(stored)
+            resolver = resolvers[user_id] = EntityResolver.from_rows(before)
+            self._enricher.learn([it for it in ordered if it.user_id == user_id], resolver)
+            aliases[user_id] = [row for row in resolver.to_rows() if row not in before]
+        messages = [it for it in ordered if it.kind is MemoryKind.MESSAGE]
+        relations = relations_by_user(messages, aliases, self._store, tables)
+        typed = [it for it in ordered if it.kind is not MemoryKind.MESSAGE]
+        for user_id, claims in relations_from_claims(typed, resolvers).items():
+            relations.setdefault(user_id, []).extend(claims)
+        # in the order their memories were written, so that a typed memory joins the edge its turn opened before a
+        # later turn closed it, as it did when both were written
+        rank = {it.id: i for i, it in enumerate(ordered)}
+        for claims in relations.values():
+            claims.sort(key=lambda claim: rank.get(claim.source_id, -1))
+        return aliases, relations
 
     @staticmethod
     def _retarget(item: MemoryItem, user_id: str) -> None:

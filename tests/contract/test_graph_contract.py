@@ -199,3 +199,29 @@ def test_updating_a_turn_replaces_the_relations_it_states(memory: Memory) -> Non
     memory.update(item.id, user_id="u", importance=0.9)  # no new text: the relations stay
     assert triples(memory, "u") == {("melanie", "works_at", "globex")}
 
+
+def _edges(memory: Memory, user_id: str) -> list[tuple[str, str, str, bool, int]]:
+    return sorted(
+        (r.subject, r.predicate, r.object, r.valid_until is None, len(r.sources))
+        for r in memory.relations(user_id=user_id)
+    )
+
+
+def test_an_import_rebuilds_the_entity_table_and_the_graph_of_its_memories(memory: Memory, tmp_path: Path) -> None:
+    # an export holds memories, not what was derived from them: a restore that skipped the entity table and the
+    # relations answered "my sister" with nothing, found no "Anna" but "anna", and drew an empty graph
+    config = Config(data_dir=tmp_path / "source-home", embedder="hash", infer=True)
+    with Memory(":memory:", embedder=HashEmbedder(), config=config) as source:
+        source.add([turn("My sister Anna Lee moved to Denver."), turn("I work at Initech.")], user_id="u")
+        source.add([turn("I live in Denver.", days=1)], user_id="u")
+        source.add([turn("I moved to Austin.", days=30)], user_id="u")
+        source.export(tmp_path / "u.jsonl", user_id="u")
+        edges = _edges(source, "u")
+        sister = source.graph("Anna", user_id="u")
+    assert ("melanie", "lives_in", "denver", False, 2) in edges and ("melanie", "lives_in", "austin", True, 2) in edges
+    assert memory.import_(tmp_path / "u.jsonl", user_id="u") == 8
+    assert _edges(memory, "u") == edges  # the same edges, open or closed, with the same number of sources
+    restored = memory.graph("Anna", user_id="u")  # a first name reaches the full name, as in the source
+    assert restored.node.name == sister.node.name == "anna lee"
+    assert {(r.predicate, r.object) for r in restored.relations} == {("sister_of", "melanie"), ("lives_in", "denver")}
+    assert memory.import_(tmp_path / "u.jsonl", user_id="u") == 0 and _edges(memory, "u") == edges

@@ -68,6 +68,14 @@ class Enricher:
                 item.text, role=item.role, kind=item.kind.value, mentions=mentions, has_time=bool(times)
             )
 
+    def learn(self, items: Sequence[MemoryItem], resolver: EntityResolver) -> None:
+        """Teach ``resolver`` the entities and aliases of ``items``, in order, as ``enrich`` does; no item changes
+        (an import keeps the fields its file holds, and rebuilds the entity table they came with).
+        """
+        for item in items:
+            times = candidate_matches(item.text)
+            resolver.observe(item.text, item.speaker, item.role, time_spans=[m.span() for m in times])
+
     def query_labels(self, vector: Vectors) -> tuple[tuple[str, float], tuple[str, float]]:
         """The best category of a query, and the intent of the memories it looks for, each with its score."""
         with self._lock:
