@@ -586,7 +586,7 @@ class Memory:
             before = set(stored)
             resolver = EntityResolver.from_rows(before)
             self._enricher.enrich([items[i] for i in idx], vectors[idx], resolver)
-            changed[user_id] = [row for row in resolver.to_rows() if row not in before]
+            changed[user_id] = resolver.changes(before)
         return changed
 
     def _embed(self, texts: Sequence[str]) -> Vectors:
@@ -1206,7 +1206,7 @@ class Memory:
             before = set(stored)
             resolver = resolvers[user_id] = EntityResolver.from_rows(before)
             self._enricher.learn([it for it in ordered if it.user_id == user_id], resolver)
-            aliases[user_id] = [row for row in resolver.to_rows() if row not in before]
+            aliases[user_id] = resolver.changes(before)
         messages = [it for it in ordered if it.kind is MemoryKind.MESSAGE]
         relations = relations_by_user(messages, aliases, self._store, tables)
         typed = [it for it in ordered if it.kind is not MemoryKind.MESSAGE]

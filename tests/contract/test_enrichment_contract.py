@@ -43,6 +43,17 @@ def test_aliases_learnt_in_one_add_resolve_mentions_in_a_later_one(memory: Memor
     assert "anna silva" not in memory.get(other.id, user_id="zed").entities  # aliases are per user
 
 
+def test_two_people_of_one_first_name_met_in_two_adds_leave_it_unresolved(memory: Memory) -> None:
+    # in one add the first name was dropped as ambiguous; told one turn per add (a chat), the first full name kept it
+    memory.add({"name": "Maya", "content": "I had lunch with Anna Lee."}, user_id="maya", timestamp=T0)
+    memory.add({"name": "Maya", "content": "I met Anna Smith at work."}, user_id="maya", timestamp=T0)
+    [later] = memory.add({"name": "Maya", "content": "We saw Anna at the market."}, user_id="maya").items
+    assert not {"anna lee", "anna smith"} & set(memory.get(later.id, user_id="maya").entities)
+    memory.add({"name": "Maya", "content": "Anna Lee sent a card."}, user_id="maya", timestamp=T0)
+    [last] = memory.add({"name": "Maya", "content": "We saw Anna at the market again."}, user_id="maya").items
+    assert "anna lee" not in memory.get(last.id, user_id="maya").entities
+
+
 def test_entity_dimension_finds_mentions_of_the_named_person(memory: Memory) -> None:
     memory.add(
         [

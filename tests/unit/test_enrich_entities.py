@@ -206,6 +206,29 @@ def test_first_name_resolves_to_the_full_name_unless_ambiguous() -> None:
     assert resolver.resolve("Anna Lee") == "anna lee"
 
 
+def test_a_first_name_found_ambiguous_in_a_later_write_leaves_the_stored_table() -> None:
+    # each write rebuilds the resolver from the stored rows: the removal must be written, and the ambiguity
+    # must survive the rebuild, or the first full name keeps "Anna" for ever
+    first = EntityResolver()
+    first.observe("I had lunch with Anna Lee.", "Maya")
+    stored = first.changes([])
+    assert ("anna", "anna lee") in {(r.alias, r.target) for r in stored}
+    second = EntityResolver.from_rows(stored)
+    second.observe("I met Anna Smith at work.", "Maya")
+    change = second.changes(stored)
+    assert AliasRow.removal("anna") in change
+    table = [r for r in stored if r.alias != "anna"] + [r for r in change if not r.removes]
+    third = EntityResolver.from_rows(table)
+    assert third.resolve("Anna") == "anna"
+    third.observe("Anna Lee sent a card.", "Maya")  # naming one of them again does not choose her
+    assert third.resolve("Anna") == "anna" and not any(r.alias == "anna" for r in third.changes(table))
+    # a removal among the rows a resolver is built from (the stored table, then a write's changes) applies
+    rebuilt = EntityResolver.from_rows([*stored, AliasRow.removal("anna")]).to_rows()
+    assert "anna" not in {r.alias for r in rebuilt} and ("anna lee", "anna lee") in {
+        (r.alias, r.target) for r in rebuilt
+    }
+
+
 def test_short_form_of_a_unique_first_name() -> None:
     resolver = EntityResolver()
     resolver.observe("Hey Mel!", "Caroline")

@@ -112,6 +112,7 @@ class EntityResolver:
         self._kinds: dict[str, str] = {}
         self._display: dict[str, str] = {}
         self._ambiguous: set[str] = set()
+        self._dropped: set[str] = set()  # first names found ambiguous since it was built: their rows must go
         self._persons: list[str] | None = None  # sorted person names, for short-form look-ups; None when stale
 
     def _sorted_persons(self) -> list[str]:
@@ -163,6 +164,7 @@ class EntityResolver:
         if current is not None and current != full:
             del self._aliases[first]
             self._ambiguous.add(first)
+            self._dropped.add(first)
             return
         self._aliases[first] = full
         if first in self._kinds:  # the first name seen alone so far was this person all along
@@ -350,15 +352,37 @@ class EntityResolver:
                 )
         return rows
 
+    def changes(self, before: Iterable[AliasRow]) -> list[AliasRow]:
+        """The rows to write so that a table read as ``before`` becomes this one: new or changed rows, and a removal
+        for each first name this resolver found ambiguous that ``before`` still ties to one full name.
+        """
+        before = set(before)
+        rows = [row for row in self.to_rows() if row not in before]
+        held = {row.alias for row in before if row.alias != row.target}
+        rows += [AliasRow.removal(a) for a in sorted(self._dropped) if a in held and a not in self._aliases]
+        return rows
+
     @classmethod
     def from_rows(cls, rows: Iterable[AliasRow]) -> EntityResolver:
-        """Rebuild a resolver from rows written by ``to_rows``."""
+        """Rebuild a resolver from rows written by ``to_rows`` (and removals from ``changes``, applied in order).
+
+        A first name that two known full names share and that no row ties to one of them is ambiguous: it is not
+        learnt again when one of them is named (the table forgets it when the second one is first seen).
+        """
         resolver = cls()
         for row in rows:
-            if row.alias == row.target:
+            if row.removes:
+                resolver._aliases.pop(row.alias, None)
+            elif row.alias == row.target:
                 resolver._kinds[row.target] = row.kind
                 resolver._persons = None
                 resolver._display[row.target] = row.display
             else:
                 resolver._aliases[row.alias] = row.target
+        firsts: dict[str, int] = {}
+        for name, kind in resolver._kinds.items():
+            words = name.split()
+            if kind == "person" and len(words) in (2, 3):
+                firsts[words[0]] = firsts.get(words[0], 0) + 1
+        resolver._ambiguous = {f for f, n in firsts.items() if n > 1 and f not in resolver._aliases}
         return resolver

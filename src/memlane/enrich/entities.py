@@ -379,3 +379,13 @@ class AliasRow(NamedTuple):
     target: str
     kind: str
     display: str
+
+    @classmethod
+    def removal(cls, alias: str) -> AliasRow:
+        """A row that, written, takes ``alias`` out of the table (a first name two full names now share)."""
+        return cls(alias, "", "", "")
+
+    @property
+    def removes(self) -> bool:
+        """Whether this row takes its alias out of the table rather than setting it."""
+        return not self.target

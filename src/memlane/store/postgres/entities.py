@@ -36,16 +36,26 @@ def write_entities(c: psycopg.Connection[Any], pk: int, item: MemoryItem) -> Non
 
 
 def write_aliases(c: psycopg.Connection[Any], user_id: str, rows: Sequence[AliasRow]) -> None:
-    """Insert or overwrite rows of a user's entity table."""
+    """Insert or overwrite rows of a user's entity table; a removal row takes its alias out (never an entity's own
+    row).
+    """
     if not rows:
         return
+    setting = [(user_id, r.alias, r.target, r.kind, r.display) for r in rows if not r.removes]
+    removing = [r.alias for r in rows if r.removes]
     with c.cursor() as cur:
-        cur.executemany(
-            b"INSERT INTO entities (user_id, alias, canonical, kind, display) VALUES (%s, %s, %s, %s, %s) "
-            b"ON CONFLICT (user_id, alias) DO UPDATE SET canonical = excluded.canonical, kind = excluded.kind, "
-            b"display = excluded.display",
-            [(user_id, r.alias, r.target, r.kind, r.display) for r in rows],
-        )
+        if setting:
+            cur.executemany(
+                b"INSERT INTO entities (user_id, alias, canonical, kind, display) VALUES (%s, %s, %s, %s, %s) "
+                b"ON CONFLICT (user_id, alias) DO UPDATE SET canonical = excluded.canonical, kind = excluded.kind, "
+                b"display = excluded.display",
+                setting,
+            )
+        if removing:
+            cur.execute(
+                b"DELETE FROM entities WHERE user_id = %s AND alias = ANY(%s) AND alias != canonical",
+                (user_id, removing),
+            )
 
 
 class PostgresEntityIndex:

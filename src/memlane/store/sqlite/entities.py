@@ -42,12 +42,18 @@ def write_entities(c: sqlite3.Connection, pk: int, item: MemoryItem) -> None:
 
 
 def write_aliases(c: sqlite3.Connection, user_id: str, rows: Sequence[AliasRow]) -> None:
-    """Insert or overwrite rows of a user's entity table."""
+    """Insert or overwrite rows of a user's entity table; a removal row takes its alias out (never an entity's own
+    row).
+    """
     c.executemany(
         "INSERT INTO entities (user_id, alias, canonical, kind, display) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT(user_id, alias) DO UPDATE SET canonical = excluded.canonical, kind = excluded.kind, "
         "display = excluded.display",
-        [(user_id, r.alias, r.target, r.kind, r.display) for r in rows],
+        [(user_id, r.alias, r.target, r.kind, r.display) for r in rows if not r.removes],
+    )
+    c.executemany(
+        "DELETE FROM entities WHERE user_id = ? AND alias = ? AND alias != canonical",
+        [(user_id, r.alias) for r in rows if r.removes],
     )
 
 
