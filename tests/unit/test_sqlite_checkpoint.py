@@ -29,9 +29,12 @@ def test_commits_leave_the_checkpoint_to_the_background_thread(tmp_path: Path) -
         before = path.stat().st_size
         _fill(db, 2 * THRESHOLD_BYTES // 4000)  # about twice the threshold in log pages
         deadline = time.monotonic() + 20
-        while path.stat().st_size <= before + THRESHOLD_BYTES and time.monotonic() < deadline:
+        # The first commit past the threshold wakes a checkpoint, which copies the log as it then is (the schema's
+        # pages included), and later commits within INTERVAL wake none: how much filler reaches the file depends
+        # on where the threshold falls among the commits; half of it copied shows the thread did the work
+        while path.stat().st_size <= before + THRESHOLD_BYTES // 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert path.stat().st_size > before + THRESHOLD_BYTES  # pages copied into the file
+        assert path.stat().st_size > before + THRESHOLD_BYTES // 2  # pages copied into the file
         assert db.truncate_wal()  # an erasure still empties the log at once
         assert Path(f"{path}-wal").stat().st_size == 0
     finally:
