@@ -438,7 +438,8 @@ class Memory:
         texts = [index_text(it) for it in items]
         vectors = self._embed(texts)
         tables: dict[str, builtins.list[AliasRow]] = {}  # the alias tables enrichment reads, for the relations
-        aliases = self._enrich(items, vectors, tables) if enrich else None
+        taught: dict[str, builtins.list[str]] = {}  # the aliases each new item taught: it is their source
+        aliases = self._enrich(items, vectors, tables, taught) if enrich else None
         if annotate is not None:  # facts the caller knows beyond enrichment (an observation's tagged entities)
             for user, rows in annotate(items).items():
                 aliases = aliases if aliases is not None else {}
@@ -447,7 +448,15 @@ class Memory:
         if self._store.embedder_identity() is None:
             self._store.set_embedder_identity(self._embedder.identity, self._embedder.dim)
         self._store.insert(
-            items, texts, vectors, event=event, aliases=aliases, jobs=jobs, claim=claim, relations=relations
+            items,
+            texts,
+            vectors,
+            event=event,
+            aliases=aliases,
+            jobs=jobs,
+            claim=claim,
+            relations=relations,
+            taught=taught,
         )
 
     # -- background jobs ---------------------------------------------------------------------------
@@ -571,9 +580,10 @@ class Memory:
         items: Sequence[MemoryItem],
         vectors: Vectors,
         tables: dict[str, builtins.list[AliasRow]] | None = None,
+        taught: dict[str, builtins.list[str]] | None = None,
     ) -> dict[str, builtins.list[AliasRow]]:
         """Fill the write-time dimensions of new items; returns each user's changed entity-table rows (and puts
-        each user's table as read into ``tables``).
+        each user's table as read into ``tables``, and the aliases each item taught, by id, into ``taught``).
         """
         by_user: dict[str, builtins.list[int]] = {}
         for i, item in enumerate(items):
@@ -585,7 +595,9 @@ class Memory:
                 tables[user_id] = stored
             before = set(stored)
             resolver = EntityResolver.from_rows(before)
-            self._enricher.enrich([items[i] for i in idx], vectors[idx], resolver)
+            learnt = self._enricher.enrich([items[i] for i in idx], vectors[idx], resolver)
+            if taught is not None:
+                taught.update(learnt)
             changed[user_id] = resolver.changes(before)
         return changed
 
@@ -975,6 +987,7 @@ class Memory:
         new.updated_at = now
         body = vector = None
         aliases: builtins.list[AliasRow] = []
+        taught: dict[str, builtins.list[str]] | None = None
         if text is not None:
             self._check_embedder()
             body = index_text(new)
@@ -982,7 +995,8 @@ class Memory:
             vector = vectors[0]
             kept_importance = new.importance
             new.event_time = new.event_end = None
-            aliases = self._enrich([new], vectors).get(user_id, [])
+            taught = {}
+            aliases = self._enrich([new], vectors, taught=taught).get(user_id, [])
             if importance is not None:
                 new.importance = kept_importance
         entry = HistoryEntry(
@@ -996,7 +1010,15 @@ class Memory:
         relations = None
         if text is not None:  # the relations the old text stated go; the new text's are read
             relations = relations_by_user([new], {user_id: aliases}, self._store).get(user_id, [])
-        self._store.replace(new, body, vector, entry, aliases, relations=relations)
+        self._store.replace(
+            new,
+            body,
+            vector,
+            entry,
+            aliases,
+            relations=relations,
+            taught=None if taught is None else taught.get(new.id, []),
+        )
         if text is not None:  # the old text's flag and sealed original no longer apply
             if memory_id in screened.clean:
                 self._store.clear_flags(user_id, [memory_id])
@@ -1181,10 +1203,16 @@ class Memory:
                     on_progress(len(texts[start : start + 1000]))
             if self._store.embedder_identity() is None:
                 self._store.set_embedder_identity(self._embedder.identity, self._embedder.dim)
-            aliases, relations = self._relearn(items)
+            aliases, relations, taught = self._relearn(items)
             try:
                 self._store.insert(
-                    items, texts, np.vstack(parts), event=HistoryEvent.IMPORT, aliases=aliases, relations=relations
+                    items,
+                    texts,
+                    np.vstack(parts),
+                    event=HistoryEvent.IMPORT,
+                    aliases=aliases,
+                    relations=relations,
+                    taught=taught,
                 )
             except StoreError:
                 self._raise_taken(fresh)
@@ -1193,19 +1221,23 @@ class Memory:
 
     def _relearn(
         self, items: Sequence[MemoryItem]
-    ) -> tuple[dict[str, builtins.list[AliasRow]], dict[str, builtins.list[RelationClaim]]]:
-        """Each user's entity-table rows and graph relations for imported memories, read from them in the order
-        they were written, as their writes read them (an export holds memories, not the tables derived from them).
+    ) -> tuple[
+        dict[str, builtins.list[AliasRow]], dict[str, builtins.list[RelationClaim]], dict[str, builtins.list[str]]
+    ]:
+        """Each user's entity-table rows and graph relations for imported memories, and the aliases each memory
+        taught, read from them in the order they were written, as their writes read them (an export holds
+        memories, not the tables derived from them).
         """
         ordered = sorted(items, key=lambda it: (it.created_at, it.id))
         tables: dict[str, builtins.list[AliasRow]] = {}
         aliases: dict[str, builtins.list[AliasRow]] = {}
+        taught: dict[str, builtins.list[str]] = {}
         resolvers: dict[str, EntityResolver] = {}
         for user_id in dict.fromkeys(it.user_id for it in ordered):
             stored = tables[user_id] = self._store.entity_aliases(user_id)
             before = set(stored)
             resolver = resolvers[user_id] = EntityResolver.from_rows(before)
-            self._enricher.learn([it for it in ordered if it.user_id == user_id], resolver)
+            taught.update(self._enricher.learn([it for it in ordered if it.user_id == user_id], resolver))
             aliases[user_id] = resolver.changes(before)
         messages = [it for it in ordered if it.kind is MemoryKind.MESSAGE]
         relations = relations_by_user(messages, aliases, self._store, tables)
@@ -1217,7 +1249,7 @@ class Memory:
         rank = {it.id: i for i, it in enumerate(ordered)}
         for claims in relations.values():
             claims.sort(key=lambda claim: rank.get(claim.source_id, -1))
-        return aliases, relations
+        return aliases, relations, taught
 
     @staticmethod
     def _retarget(item: MemoryItem, user_id: str) -> None:

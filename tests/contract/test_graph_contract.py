@@ -225,3 +225,41 @@ def test_an_import_rebuilds_the_entity_table_and_the_graph_of_its_memories(memor
     assert restored.node.name == sister.node.name == "anna lee"
     assert {(r.predicate, r.object) for r in restored.relations} == {("sister_of", "melanie"), ("lives_in", "denver")}
     assert memory.import_(tmp_path / "u.jsonl", user_id="u") == 0 and _edges(memory, "u") == edges
+
+
+def test_an_alias_goes_with_the_last_memory_that_taught_it(memory: Memory, tmp_path: Path) -> None:
+    # deleted text must not survive as a derived alias: "Melanie's sister is Anna Lee" came from one turn only
+    told = memory.add([turn("My sister Anna Lee moved to Denver.")], user_id="u").items[0]
+    again = memory.add([turn("Anna Lee called me today.", days=1)], user_id="u").items[0]
+    assert memory.graph("Melanie's sister", user_id="u").node.name == "anna lee"
+    memory.delete(told.id, user_id="u")
+    with pytest.raises(NotFoundError):
+        memory.graph("Melanie's sister", user_id="u")
+    assert memory.graph("Anna", user_id="u").node.name == "anna lee"  # the other turn says the full name too
+    memory.delete(again.id, user_id="u")
+    with pytest.raises(NotFoundError):
+        memory.graph("Anna", user_id="u")
+
+
+def test_an_alias_taught_twice_stays_until_both_go_and_a_rewrite_takes_its_source(memory: Memory) -> None:
+    first = memory.add([turn("My sister Anna Lee moved to Denver.")], user_id="u").items[0]
+    second = memory.add([turn("My sister Anna Lee is visiting.", days=2)], user_id="u").items[0]
+    memory.delete(first.id, user_id="u")
+    assert memory.graph("Melanie's sister", user_id="u").node.name == "anna lee"
+    memory.update(second.id, user_id="u", text="Anna Lee is visiting.")  # no longer says who she is
+    with pytest.raises(NotFoundError):
+        memory.graph("Melanie's sister", user_id="u")
+    memory.update(second.id, user_id="u", text="My sister Anna Lee is visiting.")  # says it again
+    assert memory.graph("Melanie's sister", user_id="u").node.name == "anna lee"
+
+
+def test_imported_memories_are_the_sources_of_the_aliases_they_rebuild(memory: Memory, tmp_path: Path) -> None:
+    with Memory(":memory:", embedder=HashEmbedder(), config=Config(data_dir=tmp_path / "s", embedder="hash")) as src:
+        src.add([turn("My sister Anna Lee moved to Denver."), turn("Anna Lee came for tea.", days=1)], user_id="u")
+        src.export(tmp_path / "u.jsonl", user_id="u")
+    memory.import_(tmp_path / "u.jsonl", user_id="u")
+    assert memory.graph("Melanie's sister", user_id="u").node.name == "anna lee"
+    told = next(m for m in memory.list(user_id="u") if "sister" in m.text)
+    memory.delete(told.id, user_id="u")
+    with pytest.raises(NotFoundError):
+        memory.graph("Melanie's sister", user_id="u")

@@ -55,6 +55,7 @@ def test_migrations_are_recorded_and_reopen_is_idempotent(tmp_path: Path, config
             "0014_fact_log",
             "0015_drop_redundant_session_index",
             "0016_entity_versions",
+            "0017_alias_sources",
         ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 

@@ -113,6 +113,7 @@ class EntityResolver:
         self._display: dict[str, str] = {}
         self._ambiguous: set[str] = set()
         self._dropped: set[str] = set()  # first names found ambiguous since it was built: their rows must go
+        self._taught: list[str] = []  # aliases set or confirmed since ``take_taught`` was last called
         self._persons: list[str] | None = None  # sorted person names, for short-form look-ups; None when stale
 
     def _sorted_persons(self) -> list[str]:
@@ -167,6 +168,7 @@ class EntityResolver:
             self._dropped.add(first)
             return
         self._aliases[first] = full
+        self._taught.append(first)
         if first in self._kinds:  # the first name seen alone so far was this person all along
             del self._kinds[first]
             self._persons = None
@@ -179,6 +181,15 @@ class EntityResolver:
         alias = canonical(alias)
         if alias and target and alias != target:
             self._aliases[alias] = target
+            self._taught.append(alias)
+
+    def take_taught(self) -> list[str]:
+        """The aliases the turns observed since the last call set or confirmed ("my sister" -> Anna, a first name
+        -> its full name): what those turns are the sources of. Emptied by the call.
+        """
+        taught = list(dict.fromkeys(self._taught))
+        self._taught.clear()
+        return taught
 
     def observe(
         self,

@@ -43,13 +43,16 @@ class Enricher:
         self._sought = PrototypeClassifier(embedder, SOUGHT_INTENTS)
         self._lock = threading.Lock()
 
-    def enrich(self, items: Sequence[MemoryItem], vectors: Vectors, resolver: EntityResolver) -> None:
+    def enrich(self, items: Sequence[MemoryItem], vectors: Vectors, resolver: EntityResolver) -> dict[str, list[str]]:
         """Set entities, event span, category, intent and importance of ``items`` (in place), in order.
 
-        ``resolver`` is the user's alias table; it learns from these turns (persist it with the items).
+        ``resolver`` is the user's alias table; it learns from these turns (persist it with the items). Returns the
+        aliases each item taught, by memory id (the item is their source: erasing it may erase them).
         """
+        taught: dict[str, list[str]] = {}
         if not items:
-            return
+            return taught
+        resolver.take_taught()
         with self._lock:  # classifiers build their prototypes lazily
             categories = self._categories.best(vectors)
             intents = self._intents.best(vectors, [it.text for it in items])
@@ -67,14 +70,23 @@ class Enricher:
             item.importance = importance(
                 item.text, role=item.role, kind=item.kind.value, mentions=mentions, has_time=bool(times)
             )
+            if aliases := resolver.take_taught():
+                taught[item.id] = aliases
+        return taught
 
-    def learn(self, items: Sequence[MemoryItem], resolver: EntityResolver) -> None:
+    def learn(self, items: Sequence[MemoryItem], resolver: EntityResolver) -> dict[str, list[str]]:
         """Teach ``resolver`` the entities and aliases of ``items``, in order, as ``enrich`` does; no item changes
-        (an import keeps the fields its file holds, and rebuilds the entity table they came with).
+        (an import keeps the fields its file holds, and rebuilds the entity table they came with). Returns the
+        aliases each item taught, by memory id.
         """
+        taught: dict[str, list[str]] = {}
+        resolver.take_taught()
         for item in items:
             times = candidate_matches(item.text)
             resolver.observe(item.text, item.speaker, item.role, time_spans=[m.span() for m in times])
+            if aliases := resolver.take_taught():
+                taught[item.id] = aliases
+        return taught
 
     def query_labels(self, vector: Vectors) -> tuple[tuple[str, float], tuple[str, float]]:
         """The best category of a query, and the intent of the memories it looks for, each with its score."""

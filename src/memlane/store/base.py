@@ -93,11 +93,14 @@ class RecordWriter(Protocol):
         changes: Mapping[str, Mapping[str, Any]] | None = None,
         claim: JobClaim | None = None,
         relations: Mapping[str, Sequence[RelationClaim]] | None = None,
+        taught: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         """Store items with their text-index bodies and vectors (and users' entity-table rows), all or nothing.
 
         ``jobs`` are enqueued in the same transaction (a running one leased under ``claim``); ``changes`` adds
-        details to each item's history record; ``relations`` are each user's graph relations read from the items.
+        details to each item's history record; ``relations`` are each user's graph relations read from the items;
+        ``taught`` the aliases each item (by id) taught, whose sources it becomes: an alias whose last source is
+        erased leaves the entity table (an alias with no recorded source, as before sources were kept, stays).
         """
         ...
 
@@ -115,6 +118,7 @@ class RecordWriter(Protocol):
         finish: JobOutcome | None = None,
         claim: JobClaim | None = None,
         relations: Mapping[str, Sequence[RelationClaim]] | None = None,
+        taught: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         """``insert`` plus changed items (fields only, no re-index) and a job's outcome, in one transaction;
         nothing at all when the job is fenced (``JobFencedError``).
@@ -130,9 +134,10 @@ class RecordWriter(Protocol):
         aliases: Sequence[AliasRow] = (),
         *,
         relations: Sequence[RelationClaim] | None = None,
+        taught: Sequence[str] | None = None,
     ) -> None:
         """Overwrite a memory (same id and user); a new ``index_text``/``vector`` re-indexes it. ``relations``
-        (when given) replace the graph relations this memory is a source of.
+        (when given) replace the graph relations this memory is a source of, ``taught`` (when given) the aliases.
         """
         ...
 

@@ -58,6 +58,32 @@ def write_aliases(c: psycopg.Connection[Any], user_id: str, rows: Sequence[Alias
             )
 
 
+def write_taught(c: psycopg.Connection[Any], rows: Sequence[tuple[str, str, str]]) -> None:
+    """Record ``(user_id, memory_id, alias)``: the memory taught ``alias`` and is one of its sources."""
+    if not rows:
+        return
+    with c.cursor() as cur:
+        cur.executemany(
+            b"INSERT INTO alias_sources (pk, user_id, alias) SELECT pk, user_id, %s FROM memories "
+            b"WHERE user_id = %s AND id = %s ON CONFLICT DO NOTHING",
+            [(alias, user_id, memory_id) for user_id, memory_id, alias in rows],
+        )
+
+
+def replace_taught(c: psycopg.Connection[Any], pk: int, user_id: str, aliases: Sequence[str]) -> None:
+    """Make ``aliases`` the ones memory ``pk`` is a source of: an alias it no longer teaches loses this source
+    (and leaves the entity table if that was its last one); the others are kept, never dropped and re-added.
+    """
+    keep = list(dict.fromkeys(aliases))
+    c.execute("DELETE FROM alias_sources WHERE pk = %s AND alias <> ALL(%s)", (pk, keep))
+    if keep:
+        with c.cursor() as cur:
+            cur.executemany(
+                b"INSERT INTO alias_sources (pk, user_id, alias) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                [(pk, user_id, alias) for alias in keep],
+            )
+
+
 class PostgresEntityIndex:
     """Entity lookups for query planning."""
 

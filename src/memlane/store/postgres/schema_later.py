@@ -175,4 +175,31 @@ LATER_MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
             FOR EACH ROW EXECUTE FUNCTION memlane_entity_version();
         """,
     ),
+    # The memories that taught each alias, as relations have their sources: an alias whose last source is erased
+    # leaves the entity table; never an entity's own row. Aliases from before have no sources and stay.
+    (
+        "0009_alias_sources",
+        """
+        CREATE TABLE alias_sources (
+            pk      BIGINT NOT NULL REFERENCES memories (pk) ON DELETE CASCADE,
+            user_id TEXT NOT NULL,
+            alias   TEXT NOT NULL,
+            PRIMARY KEY (pk, alias)
+        );
+        CREATE INDEX alias_sources_user_alias ON alias_sources (user_id, alias);
+        ALTER TABLE alias_sources ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE alias_sources FORCE ROW LEVEL SECURITY;
+        CREATE POLICY memlane_scope ON alias_sources USING
+            (coalesce(current_setting('memlane.scope', true), '') IN ('', user_id));
+        CREATE FUNCTION memlane_alias_orphan() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF NOT EXISTS (SELECT 1 FROM alias_sources WHERE user_id = OLD.user_id AND alias = OLD.alias) THEN
+                DELETE FROM entities WHERE user_id = OLD.user_id AND alias = OLD.alias AND alias <> canonical;
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER alias_sources_orphan AFTER DELETE ON alias_sources
+            FOR EACH ROW EXECUTE FUNCTION memlane_alias_orphan();
+        """,
+    ),
 )

@@ -22,7 +22,7 @@ from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, Job, MemoryI
 from memlane.store.alias_tables import AliasTables
 from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.postgres.db import Database
-from memlane.store.postgres.entities import write_aliases, write_entities
+from memlane.store.postgres.entities import replace_taught, write_aliases, write_entities, write_taught
 from memlane.store.postgres.graph import write_relations
 from memlane.store.postgres.history import erase_text, log_event
 from memlane.store.postgres.hot_feed import HotScopes
@@ -146,6 +146,7 @@ class PostgresWrites:
         changes: Mapping[str, Mapping[str, Any]] | None = None,
         claim: JobClaim | None = None,
         relations: Mapping[str, Sequence[RelationClaim]] | None = None,
+        taught: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.write(
             items,
@@ -157,6 +158,7 @@ class PostgresWrites:
             changes=changes,
             claim=claim,
             relations=relations,
+            taught=taught,
         )
 
     def write(
@@ -173,6 +175,7 @@ class PostgresWrites:
         finish: JobOutcome | None = None,
         claim: JobClaim | None = None,
         relations: Mapping[str, Sequence[RelationClaim]] | None = None,
+        taught: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         """New items (with their index entries), changed items (no re-index), jobs enqueued (a running one under
         ``claim``) and a job finished: all in one transaction, or nothing when the finished job is fenced.
@@ -203,6 +206,8 @@ class PostgresWrites:
                     mark_contradicted(c, item)
             for user_id, rows in (aliases or {}).items():
                 write_aliases(c, user_id, rows)
+            if taught:
+                write_taught(c, [(it.user_id, it.id, a) for it in items for a in taught.get(it.id, ())])
             for user_id, claims in (relations or {}).items():
                 write_relations(c, user_id, claims)
             for job in jobs:
@@ -217,11 +222,14 @@ class PostgresWrites:
         aliases: Sequence[AliasRow] = (),
         *,
         relations: Sequence[RelationClaim] | None = None,
+        taught: Sequence[str] | None = None,
     ) -> None:
         with self._db.atomic(item.user_id) as c:
             pk = row_key(c, item.user_id, item.id)
             update_fields(c, pk, item)
             write_aliases(c, item.user_id, aliases)
+            if taught is not None:  # the text was read again: what it teaches now is what it is the source of
+                replace_taught(c, pk, item.user_id, taught)
             if relations is not None:
                 run(c, "DELETE FROM relation_sources WHERE pk = %s", (pk,))  # a relation left unsourced goes
                 write_relations(c, item.user_id, relations)

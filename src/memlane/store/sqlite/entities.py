@@ -57,6 +57,20 @@ def write_aliases(c: sqlite3.Connection, user_id: str, rows: Sequence[AliasRow])
     )
 
 
+def write_taught(c: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -> None:
+    """Record ``(pk, user_id, alias)``: the memory ``pk`` taught ``alias`` and is one of its sources."""
+    c.executemany("INSERT OR IGNORE INTO alias_sources (pk, user_id, alias) VALUES (?, ?, ?)", rows)
+
+
+def replace_taught(c: sqlite3.Connection, pk: int, user_id: str, aliases: Sequence[str]) -> None:
+    """Make ``aliases`` the ones memory ``pk`` is a source of: an alias it no longer teaches loses this source
+    (and leaves the entity table if that was its last one); the others are kept, never dropped and re-added.
+    """
+    keep = list(dict.fromkeys(aliases))
+    c.execute(f"DELETE FROM alias_sources WHERE pk = ? AND alias NOT IN ({marks(len(keep))})", (pk, *keep))
+    write_taught(c, [(pk, user_id, alias) for alias in keep])
+
+
 class SQLiteEntityIndex:
     """Entity lookups for query planning."""
 

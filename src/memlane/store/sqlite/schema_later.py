@@ -82,4 +82,24 @@ LATER_MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         END
         """,
     ),
+    # The memories that taught each alias ("my sister" -> Anna, a first name -> its full name), as relations have
+    # their sources: an alias whose last source is erased (delete, eviction, a rewrite that no longer says it)
+    # leaves the entity table; never an entity's own row. Aliases from before have no sources and stay.
+    (
+        "0017_alias_sources",
+        """
+        CREATE TABLE alias_sources (
+            pk      INTEGER NOT NULL REFERENCES memories(pk) ON DELETE CASCADE,
+            user_id TEXT NOT NULL,
+            alias   TEXT NOT NULL,
+            PRIMARY KEY (pk, alias)
+        );
+        CREATE INDEX alias_sources_user_alias ON alias_sources(user_id, alias);
+        CREATE TRIGGER alias_sources_orphan AFTER DELETE ON alias_sources
+        WHEN NOT EXISTS (SELECT 1 FROM alias_sources WHERE user_id = old.user_id AND alias = old.alias)
+        BEGIN
+            DELETE FROM entities WHERE user_id = old.user_id AND alias = old.alias AND alias != canonical;
+        END
+        """,
+    ),
 )

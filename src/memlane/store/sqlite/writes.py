@@ -22,7 +22,7 @@ from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.records import AccessUse, embed_hash
 from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database, marks
-from memlane.store.sqlite.entities import write_aliases, write_entities
+from memlane.store.sqlite.entities import replace_taught, write_aliases, write_entities, write_taught
 from memlane.store.sqlite.graph import write_relations
 from memlane.store.sqlite.history import erase_text, log_event
 from memlane.store.sqlite.hot_feed import HotScopes
@@ -88,6 +88,7 @@ class SQLiteWrites:
         changes: Mapping[str, Mapping[str, Any]] | None = None,
         claim: JobClaim | None = None,
         relations: Mapping[str, Sequence[RelationClaim]] | None = None,
+        taught: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.write(
             items,
@@ -99,6 +100,7 @@ class SQLiteWrites:
             changes=changes,
             claim=claim,
             relations=relations,
+            taught=taught,
         )
 
     def write(
@@ -115,6 +117,7 @@ class SQLiteWrites:
         finish: JobOutcome | None = None,
         claim: JobClaim | None = None,
         relations: Mapping[str, Sequence[RelationClaim]] | None = None,
+        taught: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         """New items (with their index entries), changed items (no re-index), jobs enqueued (a running one under
         ``claim``) and a job finished: all in one transaction, or nothing when the finished job is fenced.
@@ -153,6 +156,10 @@ class SQLiteWrites:
                     mark_contradicted(c, item)
             for user_id, rows in (aliases or {}).items():
                 write_aliases(c, user_id, rows)
+            if taught:
+                write_taught(
+                    c, [(pk, it.user_id, a) for pk, it in zip(pks, items, strict=True) for a in taught.get(it.id, ())]
+                )
             for user_id, claims in (relations or {}).items():
                 write_relations(c, user_id, claims)
             for job in jobs:
@@ -172,12 +179,15 @@ class SQLiteWrites:
         aliases: Sequence[AliasRow] = (),
         *,
         relations: Sequence[RelationClaim] | None = None,
+        taught: Sequence[str] | None = None,
     ) -> None:
         versions = None
         with self._db.atomic() as c:
             pk = row_key(c, item.user_id, item.id)
             update_fields(c, pk, item)
             write_aliases(c, item.user_id, aliases)
+            if taught is not None:  # the text was read again: what it teaches now is what it is the source of
+                replace_taught(c, pk, item.user_id, taught)
             if relations is not None:
                 c.execute("DELETE FROM relation_sources WHERE pk = ?", (pk,))  # a relation left unsourced goes
                 write_relations(c, item.user_id, relations)
