@@ -597,7 +597,7 @@ class Memory:
             resolver = EntityResolver.from_rows(before)
             learnt = self._enricher.enrich([items[i] for i in idx], vectors[idx], resolver)
             if taught is not None:
-                taught.update(learnt)
+                taught.update(resolver.held(learnt))
             changed[user_id] = resolver.changes(before)
         return changed
 
@@ -1237,7 +1237,9 @@ class Memory:
             stored = tables[user_id] = self._store.entity_aliases(user_id)
             before = set(stored)
             resolver = resolvers[user_id] = EntityResolver.from_rows(before)
-            taught.update(self._enricher.learn([it for it in ordered if it.user_id == user_id], resolver))
+            taught.update(
+                resolver.held(self._enricher.learn([it for it in ordered if it.user_id == user_id], resolver))
+            )
             aliases[user_id] = resolver.changes(before)
         messages = [it for it in ordered if it.kind is MemoryKind.MESSAGE]
         relations = relations_by_user(messages, aliases, self._store, tables)

@@ -263,3 +263,14 @@ def test_imported_memories_are_the_sources_of_the_aliases_they_rebuild(memory: M
     memory.delete(told.id, user_id="u")
     with pytest.raises(NotFoundError):
         memory.graph("Melanie's sister", user_id="u")
+
+
+def test_a_first_name_found_ambiguous_drops_its_sources_with_it(memory: Memory) -> None:
+    # the sources of "anna" -> Anna Lee go with the alias when Anna Smith makes it ambiguous: left behind, they took
+    # the alias a user later set by hand with them when their memory was deleted
+    lunch = memory.add([turn("I had lunch with Anna Lee.")], user_id="u").items[0]
+    memory.add([turn("I met Anna Smith at work.", days=1)], user_id="u")
+    memory.add([turn("We saw Anna at the market.", days=2)], user_id="u")
+    memory.merge_entities("anna", "anna lee", user_id="u")  # the user says which Anna that was
+    memory.delete(lunch.id, user_id="u")
+    assert memory.graph("Anna", user_id="u").node.name == "anna lee"

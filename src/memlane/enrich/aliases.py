@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -190,6 +190,13 @@ class EntityResolver:
         taught = list(dict.fromkeys(self._taught))
         self._taught.clear()
         return taught
+
+    def held(self, taught: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+        """``taught`` (aliases by memory id) less the aliases this table no longer holds: a first name taught
+        and then found ambiguous in the same write has no row for the memory to be the source of.
+        """
+        out = {mid: [a for a in aliases if a in self._aliases] for mid, aliases in taught.items()}
+        return {mid: aliases for mid, aliases in out.items() if aliases}
 
     def observe(
         self,

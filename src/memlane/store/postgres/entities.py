@@ -56,6 +56,8 @@ def write_aliases(c: psycopg.Connection[Any], user_id: str, rows: Sequence[Alias
                 b"DELETE FROM entities WHERE user_id = %s AND alias = ANY(%s) AND alias != canonical",
                 (user_id, removing),
             )
+            # nor do its sources stay behind, to take a later alias of the same key with them
+            cur.execute(b"DELETE FROM alias_sources WHERE user_id = %s AND alias = ANY(%s)", (user_id, removing))
 
 
 def write_taught(c: psycopg.Connection[Any], rows: Sequence[tuple[str, str, str]]) -> None:

@@ -51,10 +51,10 @@ def write_aliases(c: sqlite3.Connection, user_id: str, rows: Sequence[AliasRow])
         "display = excluded.display",
         [(user_id, r.alias, r.target, r.kind, r.display) for r in rows if not r.removes],
     )
-    c.executemany(
-        "DELETE FROM entities WHERE user_id = ? AND alias = ? AND alias != canonical",
-        [(user_id, r.alias) for r in rows if r.removes],
-    )
+    removed = [(user_id, r.alias) for r in rows if r.removes]
+    c.executemany("DELETE FROM entities WHERE user_id = ? AND alias = ? AND alias != canonical", removed)
+    # nor do its sources stay behind, to take a later alias of the same key with them
+    c.executemany("DELETE FROM alias_sources WHERE user_id = ? AND alias = ?", removed)
 
 
 def write_taught(c: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -> None:
