@@ -38,6 +38,9 @@ class RetrievalPreset:
     # ("When was that?" has none: it says what is asked, not about what); with fewer, the whole excerpt is embedded
     # and the keyword weight is scaled by content words / this number
     dialogue_focus_terms: int = 0
+    # A dialogue excerpt as the query also walks the graph (personalised PageRank from its best matches over shared
+    # entities and relations) at this weight, when the preset does not already
+    dialogue_graph: float = 0.0
     # The entity dimension's weight when the query names a speaker of the scope ("What does Melanie do to
     # destress?"): the named person's own turns then count for more than a mention of them (None: unchanged)
     speaker_entity_weight: float | None = None
@@ -77,6 +80,10 @@ PRESETS: Final[Mapping[str, RetrievalPreset]] = {
             # (chosen on the LoCoMo tune split, where 0.35-0.5 all gave recall@10 0.832-0.836 against 0.824;
             # docs/evaluation.md)
             speaker_entity_weight=0.4,
+            # An excerpt's many words blur its content scores; the memories linked to its best matches through the
+            # people and places they share are added (chosen on the tune splits of both dialogue sets, where
+            # `multi-graph` was level or better than `multi`; docs/evaluation.md, "The graph's walk")
+            dialogue_graph=0.1,
         ),
         RetrievalPreset(
             "multi-graph",

@@ -140,13 +140,16 @@ def test_the_graph_dimension_reaches_two_hops_and_says_how(memory: Memory) -> No
         base, name="multi-graph-test", fusion=replace(base.fusion, weights={**base.fusion.weights, "graph": 0.5})
     )
     try:
+        filler = [turn(f"Filler turn number {i} about the weather.", name="Caroline", days=1 + i) for i in range(30)]
         memory.add(
+            # the kids' turns far from the one that names them, so that the context dimension does not reach them
             [
                 turn("My kids are Ollie and Mia."),
-                turn("Yesterday Ollie built a Lego ship.", name="Caroline", days=1),
-                turn("Today Mia asked for a castle.", name="Caroline", days=2),
-            ]
-            + [turn(f"Filler turn number {i} about the weather.", name="Caroline", days=3 + i) for i in range(30)],
+                *filler[:10],
+                turn("Yesterday Ollie built a Lego ship.", name="Caroline", days=11),
+                turn("Today Mia asked for a castle.", name="Caroline", days=12),
+                *filler[10:],
+            ],
             user_id="u",
             session_id="s",
         )
@@ -155,6 +158,8 @@ def test_the_graph_dimension_reaches_two_hops_and_says_how(memory: Memory) -> No
         # neither names Melanie nor her kids: reached through the turn that says who her kids are
         assert {"Yesterday Ollie built a Lego ship.", "Today Mia asked for a castle."} <= set(graph_hits)
         assert "via 'ollie'" in graph_hits["Yesterday Ollie built a Lego ship."].triggers["graph"]
+        # the walk starts at the best content match; it is not scored by the walk
+        assert hits[0].memory.text == "My kids are Ollie and Mia." and "graph" not in hits[0].breakdown
     finally:
         del PRESETS["multi-graph-test"]
 

@@ -54,6 +54,20 @@ def test_query_shape() -> None:
     assert (short.turns, short.is_question, short.is_dialogue, short.words) == (0, True, False, 6)
     assert not query_shape("see https://example.com/x: it fails").is_dialogue
     assert query_shape(" ".join(["word"] * 60)).is_long
+    assert shape.speakers == ("Sam", "Priya") and shape.said.splitlines()[0] == "You look shattered."
+    assert short.speakers == () and short.said == "What did Caroline paint last week?"
+
+
+def test_a_name_said_only_as_a_speaker_label_does_not_start_the_graph_walk() -> None:
+    """In "Sam: When did you start?", Sam talks; the excerpt is not about Sam (the walk from Sam reached the memory
+    "Priya's best friend Sam moved back to Leeds" above the answer)."""
+    graph = preset("multi-graph")
+    plan = Planner().plan(analyse_query(EXCERPT, NOW), graph, entities=["sam", "priya"])
+    assert plan.entities == ["sam", "priya"] and plan.spoken_of == []
+    named = EXCERPT + "\nPriya: Sam, you asked me that last week."
+    assert Planner().plan(analyse_query(named, NOW), graph, entities=["sam", "priya"]).spoken_of == ["sam"]
+    question = Planner().plan(analyse_query("Sam: when did Priya get her dog?", NOW), graph, ["sam", "priya"])
+    assert question.spoken_of == ["sam", "priya"]  # one turn is a question, not an excerpt: names stay
 
 
 def test_a_dialogue_excerpt_lowers_the_keyword_weight_and_searches_its_last_turn() -> None:
@@ -106,3 +120,14 @@ def test_recency_halves_each_half_life_and_counts_the_future_as_now() -> None:
     assert got["now"] == 1.0 and got["later"] == 1.0
     assert abs(got["one"] - 0.5) < 1e-12 and abs(got["two"] - 0.25) < 1e-12
     assert recencies({}, now, 30.0) == {}
+
+
+def test_the_default_preset_walks_the_graph_for_a_dialogue_excerpt_only() -> None:
+    plan = Planner().plan(analyse_query(EXCERPT, NOW), preset("default"), entities=["priya"])
+    assert plan.fusion.weights["graph"] == 0.1 and "graph" in plan.dimensions
+    assert "dialogue excerpt of 3 turns" in plan.triggers["graph"]
+    short = Planner().plan(analyse_query("Where did Priya get her dog?", NOW), preset("default"), entities=["priya"])
+    assert "graph" not in short.fusion.weights and "graph" not in short.triggers
+    # a preset that has the graph keeps its own weight and says nothing about the excerpt
+    own = Planner().plan(analyse_query(EXCERPT, NOW), preset("multi-graph"), entities=["priya"])
+    assert own.fusion.weights["graph"] == 0.1 and "excerpt" not in own.triggers["graph"]

@@ -84,7 +84,11 @@ class GraphScores:
 
 
 class GraphDimension:
-    """Scores memories by personalised PageRank on the subgraph around the query's entities and best matches."""
+    """Scores memories by personalised PageRank on the subgraph around the query's entities and best matches.
+
+    The ``seeds`` best matches start the walk and score 0 themselves: the dimension brings in and lifts what is
+    linked to them.
+    """
 
     def __init__(self, store: GraphIndex, settings: GraphSettings | None = None) -> None:
         self._store = store
@@ -106,7 +110,11 @@ class GraphDimension:
         for e in entities:
             seeds[("e", e)] = seeds.get(("e", e), 0.0) + (1.0 - content_share) / len(entities)
         ranked = personalised_pagerank(edges, seeds, restart=cfg.restart)
-        scores = {n[1]: v for n, v in ranked.received.items() if n[0] == "m" and v > 1e-9}
+        # The best matches are the walk's starting points, not what it finds: mass they receive from each other
+        # says how connected they are, not how relevant, and re-ranked by it the first match fell below the
+        # second on dialogue excerpts (docs/evaluation.md). They keep their content scores and get no graph score.
+        started = set(top)
+        scores = {n[1]: v for n, v in ranked.received.items() if n[0] == "m" and v > 1e-9 and n[1] not in started}
         return GraphScores(scores, GraphPaths(edges, ranked.mass, seeds, entities))
 
 

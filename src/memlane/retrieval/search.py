@@ -86,6 +86,18 @@ class QueryPlan:
     def dimensions(self) -> frozenset[str]:
         return frozenset(d for d, w in self.fusion.weights.items() if w > 0)
 
+    @property
+    def spoken_of(self) -> list[str]:
+        """The entities the query is about, where the graph's walk starts: in a dialogue excerpt, a name seen only as
+        a speaker label ("Sam: When did you start?") says who talks, not what is asked about, and is left out.
+        """
+        shape = self.shape
+        if shape is None or shape.turns < 2 or not shape.speakers:
+            return self.entities
+        labels = {canonical(s) for s in shape.speakers}
+        said = set(name_candidates(shape.said))
+        return [e for e in self.entities if e not in labels or e in said]
+
 
 class Planner:
     """Turns query features and a preset into a ``QueryPlan``: a dimension the query gives no evidence for is off.
@@ -153,10 +165,14 @@ class Planner:
                 weights["context"] = 0.0
         if "session" in weights:
             triggers["session"] = "how well the memory's session as a whole matches the query"
+        if "graph" not in weights and excerpt and preset.dialogue_graph > 0:
+            weights["graph"] = preset.dialogue_graph
         if "graph" in weights:
             triggers["graph"] = (
                 "personalised PageRank from the best matches and the entities named, over shared entities"
             )
+            if "graph" not in spec.weights:
+                triggers["graph"] += f"; the query is {shape.describe()}: graph weight {preset.dialogue_graph:g}"
         if "temporal" in weights:
             if features.time_range is not None:
                 span = features.time_range
@@ -361,7 +377,7 @@ class Retriever:
         self._complete(signals, qvec, plan.terms, filters, user_id, pool)
         linked = GraphScores()
         if "graph" in dims and pool:  # memories linked to the best matches by shared entities join the pool
-            linked = self._graph.score(user_id, plan.entities, self._base(signals, plan.fusion))
+            linked = self._graph.score(user_id, plan.spoken_of, self._base(signals, plan.fusion))
             extra = sorted((k for k in linked.scores if k not in returnable), key=lambda k: -linked.scores[k])
             extra = extra[: self._graph.settings.nominate]
             returnable |= self._store.matching(user_id, extra, filters)

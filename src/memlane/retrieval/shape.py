@@ -33,6 +33,9 @@ class QueryShape:
     sentences: int
     is_question: bool
     last_turn: str
+    # the speaker labels of the turns ("Sam" of "Sam: You look shattered."), and the turns' text without them
+    speakers: tuple[str, ...] = ()
+    said: str = ""
 
     @property
     def is_dialogue(self) -> bool:
@@ -55,7 +58,8 @@ class QueryShape:
 def query_shape(text: str) -> QueryShape:
     """Measure ``text``: words, lines, speaker turns, sentences, and whether its last line asks a question."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    turns = sum(1 for line in lines if _TURN.match(line))
+    matches = [_TURN.match(line) for line in lines]
+    turns = sum(1 for m in matches if m)
     last = lines[-1] if lines else ""
     match = _TURN.match(last)
     if match and turns:
@@ -68,4 +72,9 @@ def query_shape(text: str) -> QueryShape:
         sentences=sentences,
         is_question=last.rstrip().endswith("?"),
         last_turn=last,
+        speakers=tuple(dict.fromkeys(m.group("speaker") for m in matches if m)),
+        said="\n".join(
+            line[m.end("speaker") :].lstrip().removeprefix(":").strip() if m else line
+            for line, m in zip(lines, matches, strict=True)
+        ),
     )
