@@ -285,7 +285,8 @@ MULTI_DIM = FusionSpec(
     penalties={"validity": 0.9},
 )
 # ``multi`` with the graph dimension (personalised PageRank over shared entities and relations; retrieval/graph.py).
-# Not the default: on LoCoMo it did not raise recall (docs/design.md, the knowledge graph as built).
+# Not the default for questions: on LoCoMo it did not raise recall (docs/design.md, the knowledge graph as built);
+# ``multi`` engages it for dialogue excerpts only (``RetrievalPreset.dialogue_graph``).
 MULTI_GRAPH = FusionSpec(
     "weighted",
     {**MULTI_DIM.weights, "graph": 0.1},
