@@ -80,7 +80,7 @@ def test_original_set_labels_and_splits() -> None:
         assert split_of.setdefault(q.group, side) == side
         assert not any(events[e].rstrip(".") in q.text for e in q.evidence), "a query copies its event"
     assert {"tune", "held out"} == set(split_of.values())
-    assert {q.split for q in evalset.queries} == {"tune", "holdout", "holdout2", "holdout3"}
+    assert {q.split for q in evalset.queries} == {"tune", "holdout", "holdout2", "holdout3", "holdout4"}
     assert json.loads(FIXTURE.read_text())["split"]["tune"] == sorted(
         {p for p, s in split_of.items() if s == "tune"}, key=list(split_of).index
     )

@@ -41,14 +41,16 @@ def load_dialogue_original(path: Path = FIXTURE) -> LabelledSet:
         queries: list[LabelledQuery] = []
         for q in doc["queries"]:
             person = str(q["person"])
-            split: Literal["tune", "holdout", "holdout2", "holdout3"] = "tune" if person in tune else "holdout"
+            split: Literal["tune", "holdout", "holdout2", "holdout3", "holdout4"] = (
+                "tune" if person in tune else "holdout"
+            )
             if person not in tune | holdout:
                 raise ValidationError(f"{path.name}: {person!r} is in no split")
-            if q.get("split") in ("holdout2", "holdout3"):
-                # the second and third held-out rounds: new queries over the held-out people, reported on their own
+            if q.get("split") in ("holdout2", "holdout3", "holdout4"):
+                # later held-out rounds: new queries over the held-out people, reported on their own
                 if person not in holdout:
                     raise ValidationError(f"{path.name}: {q['qid']} is in {q['split']} but {person!r} is not held out")
-                split = "holdout2" if q["split"] == "holdout2" else "holdout3"
+                split = q["split"]
             elif "split" in q:
                 raise ValidationError(f"{path.name}: {q['qid']} has unknown split {q['split']!r}")
             queries.append(

@@ -34,9 +34,9 @@ from memlane.engine import Memory
 from memlane.errors import ValidationError
 from memlane.models import Hit, Message
 
-#: ``holdout2`` and ``holdout3``: later held-out rounds, each written after the earlier rounds' results were known;
+#: ``holdout2`` to ``holdout4``: later held-out rounds, each written after the earlier rounds' results were known;
 #: they may share split groups with ``holdout`` (all are held out), never with ``tune``.
-SPLITS: tuple[str, ...] = ("all", "tune", "holdout", "holdout2", "holdout3")
+SPLITS: tuple[str, ...] = ("all", "tune", "holdout", "holdout2", "holdout3", "holdout4")
 #: Metadata key that carries a memory's label id through ``Memory.add`` and back out of ``Memory.search``.
 LABEL_KEY = "label_id"
 #: Ids scored per query, and messages fetched to find them (the messages of one pair count once).
@@ -69,7 +69,7 @@ class LabelledQuery:
     scope: str
     text: str
     evidence: tuple[str, ...]
-    split: Literal["tune", "holdout", "holdout2", "holdout3"]
+    split: Literal["tune", "holdout", "holdout2", "holdout3", "holdout4"]
     kind: str = ""
     group: str = ""
 
@@ -192,7 +192,7 @@ class SetReport(BaseModel):
 
 
 def _groups(split: str, rows: Sequence[QuestionRow], split_of: Mapping[str, str]) -> list[GroupScores]:
-    names = ["tune", "holdout", "holdout2", "holdout3", "all"] if split == "all" else [split]
+    names = ["tune", "holdout", "holdout2", "holdout3", "holdout4", "all"] if split == "all" else [split]
     out = []
     for name in names:
         chosen = [r for r in rows if name == "all" or split_of[r.qid] == name]

@@ -486,7 +486,7 @@ SetSplitOpt = Annotated[
     str,
     typer.Option(
         "--split",
-        help="all (scores per split and together), tune, holdout (the one to report), or holdout2 / holdout3 (later held-out rounds, where a set has them).",
+        help="all (scores per split and together), tune, holdout (the one to report), or holdout2 to holdout4 (later held-out rounds, where a set has them).",
     ),
 ]
 JsonOpt = Annotated[Path | None, typer.Option("--json", help="Write all results to this JSON (.gz) file.")]
