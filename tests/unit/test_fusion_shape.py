@@ -131,3 +131,22 @@ def test_the_default_preset_walks_the_graph_for_a_dialogue_excerpt_only() -> Non
     # a preset that has the graph keeps its own weight and says nothing about the excerpt
     own = Planner().plan(analyse_query(EXCERPT, NOW), preset("multi-graph"), entities=["priya"])
     assert own.fusion.weights["graph"] == 0.1 and "excerpt" not in own.triggers["graph"]
+
+
+def test_an_excerpt_names_a_speaker_by_another_of_their_names() -> None:
+    """ "Anna, is it far?" names the speaker "Anna Lee" through her alias: she starts the walk; Sam, only a label,
+    does not."""
+    with Memory(":memory:", embedder="hash") as memory:
+        memory.add(
+            [
+                Message(role="user", name="Maya", content="My friend Anna Lee moved to Denver."),
+                Message(role="user", name="Maya", content="Sam and I went hiking on Saturday."),
+            ],
+            user_id="u",
+        )
+        excerpt = (
+            "Anna Lee: I love the new flat.\nSam: Anna, is it far from the office?\nAnna Lee: Not really, ten minutes."
+        )
+        plan = memory._retriever.plan(excerpt, "u", preset("multi-graph"), NOW)
+        assert {"anna lee", "sam"} <= set(plan.entities)
+        assert "anna lee" in plan.spoken_of and "sam" not in plan.spoken_of

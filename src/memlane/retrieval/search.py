@@ -77,6 +77,8 @@ class QueryPlan:
     shape: QueryShape | None = None
     lexical_terms: list[str] | None = None  # what BM25 searches, when not all of the query's terms
     focus_query: str = ""  # a part of the query embedded too, its vector averaged with the semantic query's
+    # the entities named in an excerpt's turns (not its speaker labels), through the user's aliases; None: not known
+    said_entities: frozenset[str] | None = None
 
     @property
     def terms(self) -> list[str]:
@@ -95,7 +97,7 @@ class QueryPlan:
         if shape is None or shape.turns < 2 or not shape.speakers:
             return self.entities
         labels = {canonical(s) for s in shape.speakers}
-        said = set(name_candidates(shape.said))
+        said = self.said_entities if self.said_entities is not None else frozenset(name_candidates(shape.said))
         return [e for e in self.entities if e not in labels or e in said]
 
 
@@ -115,8 +117,12 @@ class Planner:
         speakers: Sequence[str] = (),
         *,
         via: Mapping[str, str] | None = None,
+        said: frozenset[str] | None = None,
     ) -> QueryPlan:
-        """The plan; ``via`` maps an entity to the query's words that named it ("anna" -> "my sister")."""
+        """The plan; ``via`` maps an entity to the query's words that named it ("anna" -> "my sister"); ``said``, for
+        a dialogue excerpt, the entities its turns name (as opposed to its speaker labels), when the caller resolved
+        them.
+        """
         spec = preset.fusion
         weights = dict(spec.weights)
         triggers: dict[str, str] = {}
@@ -225,6 +231,7 @@ class Planner:
             shape=shape,
             lexical_terms=lexical_terms,
             focus_query=focus,
+            said_entities=said,
         )
 
 
@@ -315,6 +322,7 @@ class Retriever:
         entities: list[str] = []
         speakers: list[str] = []
         via: dict[str, str] = {}
+        said: set[str] | None = None
         if "entity" in weights:
             keys = list(dict.fromkeys([*features.entity_keys, *known]))
             aliases = self._store.resolve_aliases(user_id, keys)
@@ -326,6 +334,13 @@ class Retriever:
                         via.setdefault(target, phrase)
             entities = self._store.known_entities(user_id, [aliases.get(k, k) for k in keys])
             speakers = self._store.speakers(user_id, [k for k in keys if aliases.get(k, k) in entities])
+            shape = query_shape(query)
+            if shape.turns >= 2 and shape.speakers:  # who an excerpt's turns name, by any of their names
+                named = name_candidates(shape.said)
+                resolved = self._store.resolve_aliases(user_id, named)
+                said = {resolved.get(k, k) for k in named}
+                lowered = shape.said.lower()
+                said |= {target for target, phrase in via.items() if phrase in lowered}
         if qvec is not None and ("category" in weights or "intent" in weights):
             (category, c_score), (intent, i_score) = self._enricher.query_labels(qvec)
             features = replace(
@@ -333,7 +348,14 @@ class Retriever:
                 category=category if c_score >= preset.label_confidence else None,
                 intent=intent if i_score >= preset.label_confidence else None,
             )
-        return self._planner.plan(features, preset, entities, speakers, via={e: via[e] for e in entities if e in via})
+        return self._planner.plan(
+            features,
+            preset,
+            entities,
+            speakers,
+            via={e: via[e] for e in entities if e in via},
+            said=None if said is None else frozenset(said),
+        )
 
     def plan_and_embed(
         self, query: str, user_id: str, preset: RetrievalPreset, now: datetime
