@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from memlane.bench.labelled import LabelledMemory, LabelledQuery, LabelledSet
+from memlane.bench.labelled import LATER_ROUNDS, LabelledMemory, LabelledQuery, LabelledSet
 from memlane.errors import ValidationError
 
 FIXTURE = Path(__file__).parent / "data" / "dialogue_original.json"
@@ -46,7 +46,7 @@ def load_dialogue_original(path: Path = FIXTURE) -> LabelledSet:
             )
             if person not in tune | holdout:
                 raise ValidationError(f"{path.name}: {person!r} is in no split")
-            if q.get("split") in ("holdout2", "holdout3", "holdout4"):
+            if q.get("split") in LATER_ROUNDS:
                 # later held-out rounds: new queries over the held-out people, reported on their own
                 if person not in holdout:
                     raise ValidationError(f"{path.name}: {q['qid']} is in {q['split']} but {person!r} is not held out")

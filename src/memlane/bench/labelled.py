@@ -36,7 +36,8 @@ from memlane.models import Hit, Message
 
 #: ``holdout2`` to ``holdout4``: later held-out rounds, each written after the earlier rounds' results were known;
 #: they may share split groups with ``holdout`` (all are held out), never with ``tune``.
-SPLITS: tuple[str, ...] = ("all", "tune", "holdout", "holdout2", "holdout3", "holdout4")
+LATER_ROUNDS: tuple[str, ...] = ("holdout2", "holdout3", "holdout4")
+SPLITS: tuple[str, ...] = ("all", "tune", "holdout", *LATER_ROUNDS)
 #: Metadata key that carries a memory's label id through ``Memory.add`` and back out of ``Memory.search``.
 LABEL_KEY = "label_id"
 #: Ids scored per query, and messages fetched to find them (the messages of one pair count once).
@@ -192,7 +193,7 @@ class SetReport(BaseModel):
 
 
 def _groups(split: str, rows: Sequence[QuestionRow], split_of: Mapping[str, str]) -> list[GroupScores]:
-    names = ["tune", "holdout", "holdout2", "holdout3", "holdout4", "all"] if split == "all" else [split]
+    names = ["tune", "holdout", *LATER_ROUNDS, "all"] if split == "all" else [split]
     out = []
     for name in names:
         chosen = [r for r in rows if name == "all" or split_of[r.qid] == name]

@@ -335,7 +335,8 @@ class Retriever:
             entities = self._store.known_entities(user_id, [aliases.get(k, k) for k in keys])
             speakers = self._store.speakers(user_id, [k for k in keys if aliases.get(k, k) in entities])
             shape = query_shape(query)
-            if shape.turns >= 2 and shape.speakers:  # who an excerpt's turns name, by any of their names
+            walks = "graph" in weights or preset.dialogue_graph > 0  # only the graph's walk reads ``said``
+            if walks and shape.turns >= 2 and shape.speakers:  # who an excerpt's turns name, by any of their names
                 named = name_candidates(shape.said)
                 resolved = self._store.resolve_aliases(user_id, named)
                 said = {resolved.get(k, k) for k in named}
