@@ -7,6 +7,7 @@ ingests, searches, scores and writes a report.
 from __future__ import annotations
 
 import json
+import unicodedata
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memlane.bench.dialogue import SPECS, derive_specs, load_dialogue_locomo, read_specs
-from memlane.bench.dialogue_original import FIXTURE, load_dialogue_original
+from memlane.bench.dialogue_original import FIXTURE, FIXTURE2, load_dialogue_original
 from memlane.bench.labelled import LabelledMemory, LabelledQuery, LabelledSet, SetReport, run_set
 from memlane.bench.locomo import read_text
 from memlane.bench.locomo_data import TUNE_SPLIT
@@ -84,6 +85,27 @@ def test_original_set_labels_and_splits() -> None:
     assert json.loads(FIXTURE.read_text())["split"]["tune"] == sorted(
         {p for p, s in split_of.items() if s == "tune"}, key=list(split_of).index
     )
+
+
+def test_second_cohort_labels_and_splits() -> None:
+    """Ten more people in their own fixture: the same rules, a person split declared beforehand (every second
+    person in file order tunes), events only their person's queries point at.
+    """
+    doc = json.loads(FIXTURE2.read_text())
+    evalset = load_dialogue_original(FIXTURE2)
+    assert evalset.name == "dialogue-original2" and len(evalset.queries) >= 200 and len(evalset.memories) >= 190
+    people = list(dict.fromkeys(q.group for q in evalset.queries))
+    assert doc["split"]["tune"] == people[0::2] and doc["split"]["holdout"] == people[1::2]
+    first_cohort = {q.group for q in load_dialogue_original().queries}
+    assert not first_cohort & set(people)
+    events = {m.mid: m.content for m in evalset.memories}
+    for q in evalset.queries:
+        folded = unicodedata.normalize("NFKD", q.group).encode("ascii", "ignore").decode().lower()
+        assert q.evidence and all(e.startswith(folded + "-") for e in q.evidence)
+        assert q.split == ("tune" if q.group in doc["split"]["tune"] else "holdout")
+        assert not any(events[e].rstrip(".") in q.text for e in q.evidence), "a query copies its event"
+        lines = q.text.splitlines()
+        assert len(lines) == 3 and any(line.startswith(q.group + ": ") for line in lines)
 
 
 @needs_locomo

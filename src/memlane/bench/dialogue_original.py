@@ -17,6 +17,11 @@ from memlane.bench.labelled import LATER_ROUNDS, LabelledMemory, LabelledQuery, 
 from memlane.errors import ValidationError
 
 FIXTURE = Path(__file__).parent / "data" / "dialogue_original.json"
+#: The second cohort: ten more people, written by other hands in the same style without knowing any result, in its
+#: own fixture and store (so the first cohort's rounds keep their numbers).
+FIXTURE2 = Path(__file__).parent / "data" / "dialogue_original2.json"
+#: ``memlane bench dialogue --set NAME``: the bundled sets of this kind.
+FIXTURES: dict[str, Path] = {"original": FIXTURE, "original2": FIXTURE2}
 #: The one user scope every event is stored in and every query searches.
 SCOPE = "notes"
 
@@ -70,7 +75,7 @@ def load_dialogue_original(path: Path = FIXTURE) -> LabelledSet:
     if tune & holdout:
         raise ValidationError(f"{path.name}: people in both splits: {sorted(tune & holdout)}")
     evalset = LabelledSet(
-        name="dialogue-original",
+        name=str(doc.get("name", "dialogue-original")),
         description=str(doc.get("description", "")),
         memories=memories,
         queries=queries,

@@ -549,7 +549,11 @@ def bench_dialogue(
         ),
     ] = None,
     which: Annotated[
-        str, typer.Option("--set", help="locomo (derived at run time from --data) or original (bundled).")
+        str,
+        typer.Option(
+            "--set",
+            help="locomo (derived at run time from --data), original or original2 (bundled, written for memlane).",
+        ),
     ] = "locomo",
     config_names: ConfigsOpt = None,
     split: SetSplitOpt = "all",
@@ -565,12 +569,12 @@ def bench_dialogue(
             if data is None:
                 _fail("--set locomo needs --data, the LoCoMo JSON file")
             evalset = load_dialogue_locomo(data)
-        elif which == "original":
-            from memlane.bench.dialogue_original import load_dialogue_original
-
-            evalset = load_dialogue_original()
         else:
-            _fail(f"unknown --set {which!r}; choose locomo or original")
+            from memlane.bench.dialogue_original import FIXTURES, load_dialogue_original
+
+            if which not in FIXTURES:
+                _fail(f"unknown --set {which!r}; choose locomo, {', '.join(FIXTURES)}")
+            evalset = load_dialogue_original(FIXTURES[which])
     except MemlaneError as exc:
         _fail(str(exc))
     if quick:
