@@ -41,6 +41,13 @@ class RetrievalPreset:
     # A dialogue excerpt as the query also walks the graph (personalised PageRank from its best matches over shared
     # entities and relations) at this weight, when the preset does not already
     dialogue_graph: float = 0.0
+    # A follow-up excerpt (its last line a turn that names no one, "Friend: When did you start?"; see
+    # ``QueryShape.is_follow_up``): the keyword weight multiplier instead of ``dialogue_lexical`` (None: the same),
+    # the words BM25 searches ("last" turn or everything "said" in the turns) and what the dense dimension embeds
+    # (None: as ``dialogue_dense``)
+    follow_up_lexical: float | None = None
+    follow_up_terms: str = "last"
+    follow_up_dense: str | None = None
     # The entity dimension's weight when the query names a speaker of the scope ("What does Melanie do to
     # destress?"): the named person's own turns then count for more than a mention of them (None: unchanged)
     speaker_entity_weight: float | None = None
@@ -84,6 +91,13 @@ PRESETS: Final[Mapping[str, RetrievalPreset]] = {
             # people and places they share are added (chosen on the tune splits of both dialogue sets, where
             # `multi-graph` was level or better than `multi`; docs/evaluation.md, "The graph's walk")
             dialogue_graph=0.1,
+            # A follow-up excerpt ("Friend: When did you start?" after two turns about a first job): its last turn's
+            # words and vector are the conversation's, not the event's, so the whole excerpt is embedded alone and
+            # BM25 reads every turn at a quarter weight (chosen on the tune split of the second cohort of the
+            # original dialogue set, the only tune split where the default trailed `dense`; docs/evaluation.md)
+            follow_up_lexical=0.25,
+            follow_up_terms="said",
+            follow_up_dense="whole",
         ),
         RetrievalPreset(
             "multi-graph",
@@ -94,6 +108,9 @@ PRESETS: Final[Mapping[str, RetrievalPreset]] = {
             dialogue_dense="both",
             dialogue_focus_terms=2,
             speaker_entity_weight=0.4,
+            follow_up_lexical=0.25,
+            follow_up_terms="said",
+            follow_up_dense="whole",
         ),
         RetrievalPreset("imdmr", IMDMR, description="IMDMR's six-dimension weights with its multi-dimension bonus"),
     )

@@ -135,17 +135,24 @@ class Planner:
         thin = excerpt and focus_terms < preset.dialogue_focus_terms
         if "dense" in weights:
             triggers["dense"] = "always: semantic similarity to the query"
+        follow_up = excerpt and shape.is_follow_up
+        said_terms = follow_up and preset.follow_up_terms == "said"
         if "lexical" in weights:
             if conversational and preset.dialogue_last_turn and shape.turns >= 2:
-                lexical_terms = query_terms(shape.last_turn)
+                lexical_terms = query_terms(shape.said if said_terms else shape.last_turn)
                 terms = lexical_terms
             triggers["lexical"] = f"BM25 over {len(terms)} query term(s)" if terms else "no content words"
             if lexical_terms is not None:
-                triggers["lexical"] += " of the excerpt's last turn"
+                triggers["lexical"] += " of the excerpt's turns" if said_terms else " of the excerpt's last turn"
             if features.has_exact_terms and preset.keyword_boost != 1.0:
                 weights["lexical"] *= preset.keyword_boost
                 shown = ", ".join(repr(t) for t in features.exact_terms[:5])
                 triggers["lexical"] += f"; exact-match terms {shown}: keyword weight x{preset.keyword_boost:g}"
+            elif follow_up and preset.follow_up_lexical is not None and len(weights) > 1:
+                weights["lexical"] *= preset.follow_up_lexical
+                triggers["lexical"] += (
+                    f"; the query is {shape.describe()} ending in a follow-up: keyword weight x{preset.follow_up_lexical:g}"
+                )
             elif conversational and preset.dialogue_lexical != 1.0 and len(weights) > 1:
                 weights["lexical"] *= preset.dialogue_lexical
                 triggers["lexical"] += f"; the query is {shape.describe()}: keyword weight x{preset.dialogue_lexical:g}"
@@ -194,7 +201,7 @@ class Planner:
                     triggers[dim] = f"the query is about {label!r}" if dim == "category" else f"it seeks a {label!r}"
                 else:
                     weights[dim] = 0.0
-        if thin and weights.get("lexical", 0.0) > 0:
+        if thin and not said_terms and weights.get("lexical", 0.0) > 0:
             factor = focus_terms / preset.dialogue_focus_terms
             weights["lexical"] *= factor
             triggers["lexical"] += f"; its last turn has {focus_terms} content word(s): keyword weight x{factor:.2g}"
@@ -210,11 +217,14 @@ class Planner:
         )
         semantic = features.text
         focus = ""
+        dialogue_dense = preset.dialogue_dense
+        if follow_up and preset.follow_up_dense is not None:
+            dialogue_dense = preset.follow_up_dense
         if "dense" in weights and conversational and shape.turns >= 2 and shape.last_turn and not thin:
-            if preset.dialogue_dense == "last":
+            if dialogue_dense == "last":
                 semantic = shape.last_turn
                 triggers["dense"] += f"; the query is {shape.describe()}: its last turn is embedded"
-            elif preset.dialogue_dense == "both":
+            elif dialogue_dense == "both":
                 focus = shape.last_turn
                 triggers["dense"] += f"; the query is {shape.describe()}: the whole and its last turn, averaged"
         if "entity" in triggers and speakers and semantic == features.text:

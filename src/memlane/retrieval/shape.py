@@ -15,6 +15,8 @@ from typing import Final
 _TURN: Final = re.compile(r"^\s*(?P<speaker>[^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*){0,3})\s*:(?!//)\s+\S", re.UNICODE)
 _SENTENCE_END: Final = re.compile(r"[.!?]+(?=\s|$)")
 _WORD: Final = re.compile(r"\w+", re.UNICODE)
+# A capitalised word that does not open a sentence: a name ("When did Maria move?"), where "I" and openers are not.
+_NAME_WORD: Final = re.compile(r"(?<![.!?]\s)(?<![.!?])(?<!^)\b(?!I\b)[^\W\d_a-z][\w'’-]*", re.UNICODE)
 # Over this many words, a single-line query is read as a passage rather than a question.
 LONG_QUERY_WORDS: Final = 40
 
@@ -36,6 +38,16 @@ class QueryShape:
     # the speaker labels of the turns ("Sam" of "Sam: You look shattered."), and the turns' text without them
     speakers: tuple[str, ...] = ()
     said: str = ""
+    # whether the last line is itself a turn of the conversation ("Sam: When was that?"), not a question put after it
+    last_is_turn: bool = False
+
+    @property
+    def is_follow_up(self) -> bool:
+        """An excerpt whose last line is one speaker's turn naming no one ("Friend: When did you start?"): a
+        follow-up, whose words are the conversation's ("start", "year"); what it is about is in the turns before.
+        A question put after the turns ("What did Maria paint?") or one naming someone is not one.
+        """
+        return self.turns >= 2 and self.last_is_turn and _NAME_WORD.search(self.last_turn.strip()) is None
 
     @property
     def is_dialogue(self) -> bool:
@@ -62,6 +74,7 @@ def query_shape(text: str) -> QueryShape:
     turns = sum(1 for m in matches if m)
     last = lines[-1] if lines else ""
     match = _TURN.match(last)
+    last_is_turn = bool(match and turns)
     if match and turns:
         last = last[match.end("speaker") :].lstrip().removeprefix(":").strip()
     sentences = sum(max(len(_SENTENCE_END.findall(line)), 1) for line in lines)
@@ -77,4 +90,5 @@ def query_shape(text: str) -> QueryShape:
             line[m.end("speaker") :].lstrip().removeprefix(":").strip() if m else line
             for line, m in zip(lines, matches, strict=True)
         ),
+        last_is_turn=last_is_turn,
     )
