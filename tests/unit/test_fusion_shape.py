@@ -20,6 +20,8 @@ EXCERPT = (
     "Priya: Up at six again. He needs his walk before I log on or he cries at the door.\n"
     "Sam: Is he settling in any better? How long ago did you get him?"
 )
+# the same turns with the question put after them rather than said in them: not a follow-up
+ASKED = EXCERPT.replace("Sam: Is he", "Is he")
 
 
 def test_a_dimension_where_nothing_matched_contributes_nothing() -> None:
@@ -72,10 +74,10 @@ def test_a_name_said_only_as_a_speaker_label_does_not_start_the_graph_walk() -> 
 
 def test_a_dialogue_excerpt_lowers_the_keyword_weight_and_searches_its_last_turn() -> None:
     tuned = replace(preset("multi"), dialogue_lexical=0.25, dialogue_last_turn=True)
-    plan = Planner().plan(analyse_query(EXCERPT, NOW), tuned, entities=[])
+    plan = Planner().plan(analyse_query(ASKED, NOW), tuned, entities=[])
     assert plan.fusion.weights["lexical"] == 0.4 * 0.25
     assert plan.terms == ["settling", "better", "long", "ago"]
-    assert "shattered" not in plan.terms and "dialogue excerpt of 3 turns" in plan.triggers["lexical"]
+    assert "shattered" not in plan.terms and "dialogue excerpt of 2 turns" in plan.triggers["lexical"]
     # a short question is planned as before
     plain = Planner().plan(analyse_query("how long ago did Priya get her dog?", NOW), tuned, entities=[])
     assert plain.fusion.weights["lexical"] == 0.4 and plain.lexical_terms is None
@@ -85,9 +87,9 @@ def test_a_dialogue_excerpt_lowers_the_keyword_weight_and_searches_its_last_turn
 
 
 def test_the_default_preset_reads_a_dialogue_excerpt_by_its_last_turn() -> None:
-    plan = Planner().plan(analyse_query(EXCERPT, NOW), preset("default"), entities=[])
+    plan = Planner().plan(analyse_query(ASKED, NOW), preset("default"), entities=[])
     assert plan.fusion.weights["lexical"] == 0.4 * 0.5 and plan.terms == ["settling", "better", "long", "ago"]
-    assert plan.semantic_query == EXCERPT and plan.focus_query == query_shape(EXCERPT).last_turn
+    assert plan.semantic_query == ASKED and plan.focus_query == query_shape(ASKED).last_turn
     assert "averaged" in plan.triggers["dense"]
     short = Planner().plan(analyse_query("Where did Priya get her dog?", NOW), preset("default"), entities=[])
     assert short.focus_query == "" and short.fusion.weights["lexical"] == 0.4
@@ -95,7 +97,7 @@ def test_the_default_preset_reads_a_dialogue_excerpt_by_its_last_turn() -> None:
 
 def test_a_last_turn_without_content_words_is_not_what_the_excerpt_is_about() -> None:
     """ "When was that?" says what is asked, not about what: the whole excerpt is embedded alone, BM25 gets no share."""
-    thin = EXCERPT.rsplit("\n", 1)[0] + "\nSam: When was that?"
+    thin = EXCERPT.rsplit("\n", 1)[0] + "\nWhen was that?"
     plan = Planner().plan(analyse_query(thin, NOW), preset("default"), entities=[])
     assert plan.focus_query == "" and plan.semantic_query == thin
     assert "lexical" not in plan.dimensions and "0 content word(s)" in plan.triggers["lexical"]
@@ -105,6 +107,31 @@ def test_a_last_turn_without_content_words_is_not_what_the_excerpt_is_about() ->
     two = Planner().plan(analyse_query(thin + " What happened to your foot?", NOW), preset("default"), entities=[])
     assert two.focus_query == "When was that? What happened to your foot?"
     assert two.fusion.weights["lexical"] == 0.4 * 0.5
+
+
+def test_a_follow_up_is_read_by_the_whole_excerpt() -> None:
+    """ "Sam: How long ago did you get him?" says what is asked in the conversation's words ("long", "ago"); what it
+    is about (the dog, the walk) is in the turns before: the whole excerpt is embedded alone and BM25 reads every
+    turn at a quarter weight.
+    """
+    shape = query_shape(EXCERPT)
+    assert shape.is_follow_up and not query_shape(ASKED).is_follow_up
+    assert not query_shape(EXCERPT.replace("did you get him?", "did Priya get him?")).is_follow_up  # names someone
+    assert not query_shape("Sam: How long ago did you get him?").is_follow_up  # one turn: a question
+    plan = Planner().plan(analyse_query(EXCERPT, NOW), preset("default"), entities=[])
+    assert plan.semantic_query == EXCERPT and plan.focus_query == ""
+    assert plan.fusion.weights["lexical"] == 0.4 * 0.25
+    assert plan.terms[:2] == ["look", "shattered"] and plan.terms[-2:] == ["long", "ago"]
+    assert "ending in a follow-up" in plan.triggers["lexical"] and "excerpt's turns" in plan.triggers["lexical"]
+    # a follow-up without a content word still reads the turns before it
+    bare = Planner().plan(
+        analyse_query(EXCERPT.rsplit("\n", 1)[0] + "\nSam: When was that?", NOW), preset("default"), []
+    )
+    assert bare.fusion.weights["lexical"] == 0.4 * 0.25 and "walk" in bare.terms and bare.focus_query == ""
+    # presets without the rule read a follow-up as any excerpt
+    plain = Planner().plan(analyse_query(EXCERPT, NOW), replace(preset("multi"), follow_up_lexical=None,
+                           follow_up_terms="last", follow_up_dense=None), entities=[])  # fmt: skip
+    assert plain.terms == ["settling", "better", "long", "ago"] and plain.focus_query == shape.last_turn
 
 
 def test_recency_halves_each_half_life_and_counts_the_future_as_now() -> None:
