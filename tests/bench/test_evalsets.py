@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memlane.bench.dialogue import SPECS, derive_specs, load_dialogue_locomo, read_specs
-from memlane.bench.dialogue_original import FIXTURE, FIXTURE2, load_dialogue_original
+from memlane.bench.dialogue_original import FIXTURE, FIXTURE2, FIXTURE3, load_dialogue_original
 from memlane.bench.labelled import LabelledMemory, LabelledQuery, LabelledSet, SetReport, run_set
 from memlane.bench.locomo import read_text
 from memlane.bench.locomo_data import TUNE_SPLIT
@@ -87,17 +87,18 @@ def test_original_set_labels_and_splits() -> None:
     )
 
 
-def test_second_cohort_labels_and_splits() -> None:
-    """Ten more people in their own fixture: the same rules, a person split declared beforehand (every second
-    person in file order tunes), events only their person's queries point at.
+@pytest.mark.parametrize(("fixture", "name"), [(FIXTURE2, "dialogue-original2"), (FIXTURE3, "dialogue-original3")])
+def test_later_cohorts_labels_and_splits(fixture: Path, name: str) -> None:
+    """Ten more people in each fixture: the same rules, a person split declared beforehand (every second person in
+    file order tunes), events only their person's queries point at, no person of an earlier cohort.
     """
-    doc = json.loads(FIXTURE2.read_text())
-    evalset = load_dialogue_original(FIXTURE2)
-    assert evalset.name == "dialogue-original2" and len(evalset.queries) >= 200 and len(evalset.memories) >= 190
+    doc = json.loads(fixture.read_text())
+    evalset = load_dialogue_original(fixture)
+    assert evalset.name == name and len(evalset.queries) >= 200 and len(evalset.memories) >= 190
     people = list(dict.fromkeys(q.group for q in evalset.queries))
     assert doc["split"]["tune"] == people[0::2] and doc["split"]["holdout"] == people[1::2]
-    first_cohort = {q.group for q in load_dialogue_original().queries}
-    assert not first_cohort & set(people)
+    earlier = {q.group for f in (FIXTURE, FIXTURE2) if f != fixture for q in load_dialogue_original(f).queries}
+    assert not earlier & set(people)
     events = {m.mid: m.content for m in evalset.memories}
     for q in evalset.queries:
         folded = unicodedata.normalize("NFKD", q.group).encode("ascii", "ignore").decode().lower()

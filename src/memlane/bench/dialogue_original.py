@@ -20,8 +20,10 @@ FIXTURE = Path(__file__).parent / "data" / "dialogue_original.json"
 #: The second cohort: ten more people, written by other hands in the same style without knowing any result, in its
 #: own fixture and store (so the first cohort's rounds keep their numbers).
 FIXTURE2 = Path(__file__).parent / "data" / "dialogue_original2.json"
+#: The third cohort: ten more people by two more writers, after the follow-up rule was chosen (see its "written").
+FIXTURE3 = Path(__file__).parent / "data" / "dialogue_original3.json"
 #: ``memlane bench dialogue --set NAME``: the bundled sets of this kind.
-FIXTURES: dict[str, Path] = {"original": FIXTURE, "original2": FIXTURE2}
+FIXTURES: dict[str, Path] = {"original": FIXTURE, "original2": FIXTURE2, "original3": FIXTURE3}
 #: The one user scope every event is stored in and every query searches.
 SCOPE = "notes"
 

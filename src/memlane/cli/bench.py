@@ -552,7 +552,7 @@ def bench_dialogue(
         str,
         typer.Option(
             "--set",
-            help="locomo (derived at run time from --data), original or original2 (bundled, written for memlane).",
+            help="locomo (derived at run time from --data), original, original2 or original3 (bundled, written for memlane).",
         ),
     ] = "locomo",
     config_names: ConfigsOpt = None,
