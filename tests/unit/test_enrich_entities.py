@@ -53,6 +53,29 @@ def test_sentence_opening_name_is_kept_when_it_is_a_name() -> None:
     assert "Pepper" in {m.text for m in extract_entities("Pepper loves the park.", known={"pepper"})}
 
 
+def test_notes_about_people_name_them_at_the_start() -> None:
+    """Notes kept about others open with the person ("Mei's grandmother died ...", "Ahmed and Salma spent ..."):
+    the owner of a relation and a word joined to a name are names (before, Mei and Ahmed were never entities).
+    """
+    text = "Mei's grandmother died in Taipei."
+    mentions = extract_entities(text)
+    assert [(m.text, m.kind) for m in mentions][:2] == [("Mei's grandmother", "person"), ("Mei", "person")]
+    assert all(text[m.start : m.end] == m.text for m in mentions)
+    assert kinds("Ahmed and Salma spent the holidays in Cairo.") == {
+        "Ahmed": "person",
+        "Salma": "person",
+        "Cairo": "place",
+    }
+    # an opening word alone is still no name (it could be "Nature", "Dance", "Yoga" ...) until the user's notes show
+    # it is one: then it is known, and found at the start of a sentence too
+    assert "Mei" not in kinds("Mei visited her parents.")
+    resolver = EntityResolver()
+    resolver.observe("Mei's grandmother died in Taipei.")
+    assert "Mei" in [m.text for m in resolver.observe("Mei visited her parents in Richmond.")]
+    # what was not a name stays none
+    assert "Thanks" not in kinds("Thanks and Merry Christmas!") and "My" not in kinds("My sister's dog barked.")
+
+
 def test_a_contracted_verb_is_not_part_of_a_name() -> None:
     # "James’ll" was the entity "james ll", and the first name "james" became its alias: every question naming
     # James then looked for that entity instead of James's own turns

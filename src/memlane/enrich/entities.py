@@ -263,7 +263,11 @@ def _never_a_name(plain: str) -> bool:
     return plain in _ALWAYS_DROP or plain.endswith("n't")
 
 
-_OPENER_NAME: Final = re.compile(r"(?:['’]s\b|\s*,\s*(?:my|our)\b|\s+and\s+I\b|\s+(?:said|says|told|asked)\b)")
+# What after a sentence-opening word makes it a name: a possessive, "Anna, my ...", "Anna and I", "Anna said", or
+# "Ahmed and Salma" (joined to a capitalised word that does not open a sentence, as names are to names)
+_OPENER_NAME: Final = re.compile(
+    rf"(?:['’]s\b|\s*,\s*(?:my|our)\b|\s+and\s+I\b|\s+(?:said|says|told|asked)\b|\s+(?:and|&)\s+{_CAP_WORD})"
+)
 
 
 def _trim(words: list[str], text: str, start: int, known: Collection[str]) -> tuple[list[str], int]:
@@ -331,7 +335,13 @@ def extract_entities(
         for match in _KIN_MENTION.finditer(text):
             add(EntityMention(match.group(0), "person", match.start(), match.end()))
         for match in _POSSESSIVE_KIN.finditer(text):
+            if any(taken[match.start() : match.end()]):
+                continue
             add(EntityMention(match.group(0), "person", match.start(), match.end()))
+            # "Mei's grandmother" names Mei too: whoever has a sister, a boss or a dog is a person
+            owner = match.group(1)
+            if _plain(owner) not in _NOT_NAMES and not _never_a_name(_plain(owner)):
+                mentions.append(EntityMention(owner, "person", match.start(1), match.end(1)))
     for match in _cap_runs(text):
         words = match.group(0).split()
         if len(words) == 1 and _plain(words[0]) in _NOT_NAMES:
