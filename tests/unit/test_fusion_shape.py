@@ -11,7 +11,7 @@ from memlane.config import preset
 from memlane.retrieval.fusion import CONVEX, fuse, minmax
 from memlane.retrieval.query import analyse_query
 from memlane.retrieval.search import Planner, recencies
-from memlane.retrieval.shape import query_shape
+from memlane.retrieval.shape import names_someone, query_shape
 from memlane.store.records import CandidateFacts
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
@@ -118,6 +118,9 @@ def test_a_follow_up_is_read_by_the_whole_excerpt() -> None:
     assert shape.is_follow_up and not query_shape(ASKED).is_follow_up
     assert not query_shape(EXCERPT.replace("did you get him?", "did Priya get him?")).is_follow_up  # names someone
     assert not query_shape("Sam: How long ago did you get him?").is_follow_up  # one turn: a question
+    # what opens a sentence, after a quote or a bracket too, names no one; "I" never does; "the MRI" names something
+    assert not names_someone('Congratulations!  When was it? "Great." (Sorry.) Did I tell you? I\'m lost.')
+    assert names_someone("When did you get the MRI?") and names_someone('She said "Maria" did it?')
     plan = Planner().plan(analyse_query(EXCERPT, NOW), preset("default"), entities=[])
     assert plan.semantic_query == EXCERPT and plan.focus_query == ""
     assert plan.fusion.weights["lexical"] == 0.4 * 0.25

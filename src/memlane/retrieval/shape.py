@@ -15,8 +15,10 @@ from typing import Final
 _TURN: Final = re.compile(r"^\s*(?P<speaker>[^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*){0,3})\s*:(?!//)\s+\S", re.UNICODE)
 _SENTENCE_END: Final = re.compile(r"[.!?]+(?=\s|$)")
 _WORD: Final = re.compile(r"\w+", re.UNICODE)
-# A capitalised word that does not open a sentence: a name ("When did Maria move?"), where "I" and openers are not.
-_NAME_WORD: Final = re.compile(r"(?<![.!?]\s)(?<![.!?])(?<!^)\b(?!I\b)[^\W\d_a-z][\w'’-]*", re.UNICODE)
+_WORD_START: Final = re.compile(r"\b[^\W\d_][\w'’-]*", re.UNICODE)
+# The end of a sentence just before a word (closing quotes and brackets allowed): the word opens the next one.
+_AFTER_SENTENCE: Final = re.compile(r"[.!?…][\"'”’)\]]*\s*$")
+_OPENING: Final = " \t\"'“‘(["
 # Over this many words, a single-line query is read as a passage rather than a question.
 LONG_QUERY_WORDS: Final = 40
 
@@ -47,7 +49,7 @@ class QueryShape:
         follow-up, whose words are the conversation's ("start", "year"); what it is about is in the turns before.
         A question put after the turns ("What did Maria paint?") or one naming someone is not one.
         """
-        return self.turns >= 2 and self.last_is_turn and _NAME_WORD.search(self.last_turn.strip()) is None
+        return self.turns >= 2 and self.last_is_turn and not names_someone(self.last_turn)
 
     @property
     def is_dialogue(self) -> bool:
@@ -65,6 +67,21 @@ class QueryShape:
         if self.lines >= 3 or self.is_long:
             return f"a passage of {self.words} words"
         return f"a {'question' if self.is_question else 'query'} of {self.words} words"
+
+
+def names_someone(text: str) -> bool:
+    """Whether ``text`` has a capitalised word that does not open a sentence ("When did Maria move?", "the MRI"):
+    it says who or what it is about. "I" and its contractions are no such word.
+    """
+    for match in _WORD_START.finditer(text):
+        word = match.group(0)
+        if not word[0].isupper() or word == "I" or word.startswith(("I'", "I’")):
+            continue
+        before = text[: match.start()]
+        lead = before.rstrip(_OPENING)  # an opening quote or bracket does not stop a word opening its sentence
+        if lead.strip() and not _AFTER_SENTENCE.search(lead):
+            return True
+    return False
 
 
 def query_shape(text: str) -> QueryShape:
