@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 
 from memlane.errors import ConfigError
 from memlane.lifecycle.survival import SurvivalWeights
@@ -46,7 +46,7 @@ class RetrievalPreset:
     # the words BM25 searches ("last" turn or everything "said" in the turns) and what the dense dimension embeds
     # (None: as ``dialogue_dense``)
     follow_up_lexical: float | None = None
-    follow_up_terms: str = "last"
+    follow_up_terms: Literal["last", "said"] = "last"
     follow_up_dense: str | None = None
     # The entity dimension's weight when the query names a speaker of the scope ("What does Melanie do to
     # destress?"): the named person's own turns then count for more than a mention of them (None: unchanged)

@@ -214,7 +214,8 @@ def _strip_honorific(key: str) -> str:
     return " ".join(words)
 
 
-def _is_sentence_start(text: str, start: int) -> bool:
+def is_sentence_start(text: str, start: int) -> bool:
+    """Whether the word at ``start`` opens a sentence, a line, a quote or a bracket (its capital says nothing)."""
     return _SENTENCE_BREAK.search(text, max(0, start - 3), start) is not None
 
 
@@ -258,7 +259,7 @@ def _plain(word: str) -> str:
 _ALWAYS_DROP: Final = frozenset({"i", "i'm", "i've", "i'd", "i'll", "im", "ive"})
 
 
-def _never_a_name(plain: str) -> bool:
+def never_a_name(plain: str) -> bool:
     """Whether a word is never part of a name, wherever it stands: "I", "I'm", and every negated verb ("Don't")."""
     return plain in _ALWAYS_DROP or plain.endswith("n't")
 
@@ -276,8 +277,8 @@ def _trim(words: list[str], text: str, start: int, known: Collection[str]) -> tu
     while words:
         word = words[0]
         plain = _plain(word)
-        opener = _is_sentence_start(text, offset)
-        filler = _never_a_name(plain) or (plain in _NOT_NAMES and (opener or len(words) == 1))
+        opener = is_sentence_start(text, offset)
+        filler = never_a_name(plain) or (plain in _NOT_NAMES and (opener or len(words) == 1))
         if not filler and opener and len(words) > 1 and canonical(word) not in known:
             # "Woohoo Melanie!", "Go Jon!", "Anytime Nate": an opening word before a known name calls that person
             # (unless the whole run is a known name too: "New York" when "York" is also known)
@@ -299,7 +300,7 @@ def _is_name_like(text: str, word: str) -> bool:
     """A sentence-opening word counts as a name when the same word also appears capitalised mid-sentence."""
     position = text.find(word, 1)
     while position > 0:
-        if not _is_sentence_start(text, position) and not text[position - 1].isalnum():
+        if not is_sentence_start(text, position) and not text[position - 1].isalnum():
             return True
         position = text.find(word, position + 1)
     return False
@@ -340,13 +341,13 @@ def extract_entities(
             add(EntityMention(match.group(0), "person", match.start(), match.end()))
             # "Mei's grandmother" names Mei too: whoever has a sister, a boss or a dog is a person
             owner = match.group(1)
-            if _plain(owner) not in _NOT_NAMES and not _never_a_name(_plain(owner)):
+            if _plain(owner) not in _NOT_NAMES and not never_a_name(_plain(owner)):
                 mentions.append(EntityMention(owner, "person", match.start(1), match.end(1)))
     for match in _cap_runs(text):
         words = match.group(0).split()
         if len(words) == 1 and _plain(words[0]) in _NOT_NAMES:
             continue  # a lone filler ("I", "Thanks", "It's"): what _trim drops wherever it stands
-        while words and _never_a_name(_plain(words[-1])):  # "Wish I", "Lately I've", "Mel Can't"
+        while words and never_a_name(_plain(words[-1])):  # "Wish I", "Lately I've", "Mel Can't"
             words = words[:-1]
         words, start = _trim(words, text, match.start(), known)
         # connectors left dangling at the end ("Bank of") are not part of the name

@@ -118,15 +118,16 @@ class Planner:
         *,
         via: Mapping[str, str] | None = None,
         said: frozenset[str] | None = None,
+        shape: QueryShape | None = None,
     ) -> QueryPlan:
         """The plan; ``via`` maps an entity to the query's words that named it ("anna" -> "my sister"); ``said``, for
         a dialogue excerpt, the entities its turns name (as opposed to its speaker labels), when the caller resolved
-        them.
+        them; ``shape``, the query's shape when the caller measured it already.
         """
         spec = preset.fusion
         weights = dict(spec.weights)
         triggers: dict[str, str] = {}
-        shape = query_shape(features.text)
+        shape = shape or query_shape(features.text)
         terms = features.terms
         lexical_terms: list[str] | None = None
         conversational = shape.is_dialogue and not features.has_exact_terms
@@ -327,6 +328,7 @@ class Retriever:
     ) -> QueryPlan:
         """Analyse the query against this user's entities and decide the dimensions and weights."""
         weights = preset.fusion.weights
+        shape = query_shape(query)
         known = self._store.known_entities(user_id, name_candidates(query)) if "entity" in weights else []
         features = analyse_query(query, now, known_entities=known)
         entities: list[str] = []
@@ -344,7 +346,6 @@ class Retriever:
                         via.setdefault(target, phrase)
             entities = self._store.known_entities(user_id, [aliases.get(k, k) for k in keys])
             speakers = self._store.speakers(user_id, [k for k in keys if aliases.get(k, k) in entities])
-            shape = query_shape(query)
             walks = "graph" in weights or preset.dialogue_graph > 0  # only the graph's walk reads ``said``
             if walks and shape.turns >= 2 and shape.speakers:  # who an excerpt's turns name, by any of their names
                 named = name_candidates(shape.said)
@@ -366,6 +367,7 @@ class Retriever:
             speakers,
             via={e: via[e] for e in entities if e in via},
             said=None if said is None else frozenset(said),
+            shape=shape,
         )
 
     def plan_and_embed(

@@ -11,14 +11,13 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from memlane.enrich.entities import is_sentence_start, never_a_name
+
 # "Name: text" at the start of a line: a turn of dialogue (a speaker label of one to four words, no URL scheme).
 _TURN: Final = re.compile(r"^\s*(?P<speaker>[^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*){0,3})\s*:(?!//)\s+\S", re.UNICODE)
 _SENTENCE_END: Final = re.compile(r"[.!?]+(?=\s|$)")
 _WORD: Final = re.compile(r"\w+", re.UNICODE)
 _WORD_START: Final = re.compile(r"\b[^\W\d_][\w'’-]*", re.UNICODE)
-# The end of a sentence just before a word (closing quotes and brackets allowed): the word opens the next one.
-_AFTER_SENTENCE: Final = re.compile(r"[.!?…][\"'”’)\]]*\s*$")
-_OPENING: Final = " \t\"'“‘(["
 # Over this many words, a single-line query is read as a passage rather than a question.
 LONG_QUERY_WORDS: Final = 40
 
@@ -73,15 +72,12 @@ def names_someone(text: str) -> bool:
     """Whether ``text`` has a capitalised word that does not open a sentence ("When did Maria move?", "the MRI"):
     it says who or what it is about. "I" and its contractions are no such word.
     """
-    for match in _WORD_START.finditer(text):
-        word = match.group(0)
-        if not word[0].isupper() or word == "I" or word.startswith(("I'", "I’")):
-            continue
-        before = text[: match.start()]
-        lead = before.rstrip(_OPENING)  # an opening quote or bracket does not stop a word opening its sentence
-        if lead.strip() and not _AFTER_SENTENCE.search(lead):
-            return True
-    return False
+    return any(
+        m.group(0)[0].isupper()
+        and not never_a_name(m.group(0).lower().replace("’", "'"))
+        and not is_sentence_start(text, m.start())
+        for m in _WORD_START.finditer(text)
+    )
 
 
 def query_shape(text: str) -> QueryShape:
