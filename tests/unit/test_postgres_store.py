@@ -134,8 +134,8 @@ def test_every_table_carries_the_user_scope() -> None:
             ).fetchall()
         }
     # Global by nature: the schema's own bookkeeping, the model identity, cross-process locks, staged re-embeddings
-    # (keyed by memory row, which is scoped).
-    assert tables - scoped == {"migrations", "meta", "locks", "vectors_next"}
+    # (keyed by memory row, which is scoped), the REST server's API keys (bound to a tenant, not to a user).
+    assert tables - scoped == {"migrations", "meta", "locks", "vectors_next", "server_keys"}
 
 
 def test_vector_search_can_use_the_hnsw_index() -> None:

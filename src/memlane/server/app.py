@@ -20,7 +20,8 @@ from memlane.config import Config
 from memlane.engine import Memory
 from memlane.errors import MemlaneError, ValidationError
 from memlane.models import AddResult, FlaggedMemory, HistoryEntry, Hit, Job, MemoryItem, Stats
-from memlane.server.keys import AdminDB, Scope
+from memlane.server.admin_store import AdminStore, open_admin_store
+from memlane.server.keys import Scope
 from memlane.server.limits import BodyLimit, InFlightLimit
 from memlane.server.metrics import MetricsMiddleware
 from memlane.server.schemas import (
@@ -83,11 +84,11 @@ Writer = Annotated[Principal, Depends(_need(Scope.WRITE))]
 Admin = Annotated[Principal, Depends(_need(Scope.ADMIN))]
 
 
-def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin: AdminDB | None = None) -> FastAPI:
+def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin: AdminStore | None = None) -> FastAPI:
     """The ASGI app. Given a ``memory`` (or ``admin`` database) it uses it and leaves closing it to the caller;
     otherwise it opens the store named in ``settings`` at startup and closes it at shutdown.
     """
-    svc = Service(settings, admin or AdminDB(settings.admin_db), memory)
+    svc = Service(settings, admin or open_admin_store(settings.data_dir, settings.store), memory)
     owned = memory is None
 
     @asynccontextmanager
@@ -105,6 +106,7 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
                 svc.memory = None
             if admin is None:
                 svc.admin.close()
+            svc.buckets.close()
 
     app = FastAPI(
         title="memlane",

@@ -1,18 +1,12 @@
-"""Overload protection: per-key token buckets (429), a cap on requests in flight (503), and a request-size limit
-enforced before anything parses the body (413); every refusal carries ``Retry-After`` where waiting helps.
-
-The token bucket is a dozen lines written here rather than a rate-limit library: it must key on the API key the
-auth step resolved (not the client address a decorator sees), return the exact wait for ``Retry-After``, and hold no
-state outside this process's memory, which is all a single-process embedded server needs.
+"""Overload protection: a cap on requests in flight (503) and a request-size limit enforced before anything parses
+the body (413); every refusal carries ``Retry-After`` where waiting helps. Per-key rate limits (429) are in
+``memlane.server.ratelimit``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import threading
-import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -21,33 +15,6 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-class TokenBuckets:
-    """One bucket per key: ``rate`` requests a second on average, bursts of up to ``burst``."""
-
-    def __init__(self, rate: float, burst: int, *, max_keys: int = 100_000) -> None:
-        self.rate, self.burst, self._max = rate, burst, max_keys
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def take(self, key: str, now: float | None = None) -> float:
-        """Take a token for ``key``: 0.0 if one was available, else the seconds until one will be."""
-        if self.rate <= 0:
-            return 0.0
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            tokens, last = self._buckets.pop(key, (float(self.burst), now))
-            tokens = min(float(self.burst), tokens + (now - last) * self.rate)
-            wait = 0.0
-            if tokens >= 1.0:
-                tokens -= 1.0
-            else:
-                wait = (1.0 - tokens) / self.rate
-            self._buckets[key] = (tokens, now)
-            while len(self._buckets) > self._max:
-                self._buckets.popitem(last=False)
-            return wait
 
 
 def retry_after(seconds: float) -> str:

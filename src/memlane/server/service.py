@@ -28,15 +28,16 @@ from memlane.errors import (
     ValidationError,
 )
 from memlane.scope import DEFAULT_TENANT
-from memlane.server.keys import AdminDB, Scope
-from memlane.server.limits import TokenBuckets, retry_after
+from memlane.server.admin_store import ADMIN_DB_NAME, AdminStore
+from memlane.server.keys import Scope
+from memlane.server.limits import retry_after
 from memlane.server.metrics import Metrics
+from memlane.server.ratelimit import RateLimiter, open_rate_limiter
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 INSECURE_WARNING = "authentication is OFF (--insecure-dev): every caller is admin of tenant 'default'"
-ADMIN_DB_NAME = "server.db"
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class ServerSettings:
     max_inflight: int = 64
     threads: int = 8
     queue_timeout: float = 10.0
+    redis_url: str | None = field(default=None, repr=False)  # shared rate limits (memlane.server.ratelimit)
 
     @property
     def admin_db(self) -> Path:
@@ -106,14 +108,14 @@ class Service:
     """The state of one running server."""
 
     settings: ServerSettings
-    admin: AdminDB
+    admin: AdminStore
     memory: Memory | None = None
     metrics: Metrics = field(default_factory=Metrics)
-    buckets: TokenBuckets = field(init=False)
+    buckets: RateLimiter = field(init=False)
     workers: anyio.CapacityLimiter = field(init=False)
 
     def __post_init__(self) -> None:
-        self.buckets = TokenBuckets(self.settings.rate_per_second, self.settings.burst)
+        self.buckets = open_rate_limiter(self.settings.rate_per_second, self.settings.burst, self.settings.redis_url)
         # CPU-bound calls (embedding, scoring) gain nothing from more threads than cores can run; a small pool and a
         # bounded wait keep latency predictable and turn overload into 503s instead of a growing queue.
         self.workers = anyio.CapacityLimiter(self.settings.threads)
