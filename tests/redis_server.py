@@ -43,11 +43,13 @@ class RedisServer:
 
 
 @contextlib.contextmanager
-def redis_server(workdir: Path) -> Iterator[RedisServer]:
-    """A redis-server on a free loopback port, answering PING when this yields; stopped on exit."""
+def redis_server(workdir: Path, port: int | None = None) -> Iterator[RedisServer]:
+    """A redis-server on ``port`` of the loopback (a free one by default), answering PING when this yields; stopped
+    on exit.
+    """
     import redis
 
-    port = free_port()
+    port = port or free_port()
     workdir.mkdir(parents=True, exist_ok=True)
     cmd = [str(redis_server_binary()), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
     proc = subprocess.Popen([*cmd, "--dir", str(workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

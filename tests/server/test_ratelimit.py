@@ -22,7 +22,7 @@ from memlane.config import Config
 from memlane.errors import ConfigError, StoreError
 from memlane.server import AdminDB, ServerSettings, create_app
 from memlane.server.ratelimit import RateLimiter, RedisBuckets, TokenBuckets, open_rate_limiter, redact_url
-from tests.redis_server import RedisServer, free_port, redis_server
+from tests.redis_server import free_port, redis_server
 
 SLOW = 0.001  # tokens a second: no refill within a test
 
@@ -81,9 +81,9 @@ def test_concurrent_takes_from_many_limiters_grant_exactly_the_burst(redis_url: 
 
 
 def test_a_redis_outage_falls_back_to_this_process_limits(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    server: RedisServer
-    with redis_server(tmp_path / "redis") as server:
-        limiter = RedisBuckets(server.url, SLOW, 2)
+    port = free_port()
+    with redis_server(tmp_path / "redis", port) as server:
+        limiter = RedisBuckets(server.url, SLOW, 2, retry_after=0.2)
         assert limiter.take("k") == 0.0
         server.stop()
         with caplog.at_level(logging.WARNING, logger="memlane.server.ratelimit"):
@@ -91,7 +91,15 @@ def test_a_redis_outage_falls_back_to_this_process_limits(tmp_path: Path, caplog
         # the local bucket starts full: the limit is per process now, but still there
         assert waits[:2] == [0.0, 0.0] and waits[2] > 0
         assert sum("limiting per process" in r.getMessage() for r in caplog.records) == 1
-        limiter.close()
+    with redis_server(tmp_path / "redis", port):  # Redis is back (empty): after the retry interval it is used again
+        threading.Event().wait(0.3)
+        with caplog.at_level(logging.WARNING, logger="memlane.server.ratelimit"):
+            assert limiter.take("k") == 0.0  # a fresh shared bucket, not the spent local one
+        assert any("shared again" in r.getMessage() for r in caplog.records)
+        other = RedisBuckets(f"redis://127.0.0.1:{port}/0", SLOW, 2)
+        assert other.take("k") == 0.0 and limiter.take("k") > 0  # the two spend one bucket again
+        other.close()
+    limiter.close()
 
 
 def test_open_rate_limiter_checks_redis_at_start() -> None:

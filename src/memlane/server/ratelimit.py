@@ -8,7 +8,8 @@ return the exact wait. The Redis bucket is the same arithmetic in one Lua script
 Redis server's clock (``TIME``), so processes on machines with different clocks agree.
 
 If Redis cannot be reached during a request the limiter falls back to this process's own buckets (logged once per
-outage): a Redis failure makes the limit per-process, never absent, and never takes the API down with it.
+outage) and tries Redis again every ``RETRY_REDIS_AFTER`` seconds: a Redis failure makes the limit per-process, never
+absent, and never takes the API down with it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ log = logging.getLogger(__name__)
 NAMESPACE: Final = "memlane:rate:"
 #: How long a request waits for Redis before falling back to this process's buckets.
 REDIS_TIMEOUT: Final = 0.5
+#: After a Redis failure, requests use this process's buckets for this long before Redis is tried again (so an
+#: unreachable Redis costs one timeout per interval, not one per request).
+RETRY_REDIS_AFTER: Final = 5.0
 
 # KEYS[1]: the bucket; ARGV: rate (tokens a second), burst. Returns the wait in seconds as a string (a Lua number
 # returned to Redis is cut to an integer). The hash expires once a full bucket would have refilled.
@@ -116,7 +120,7 @@ class RedisBuckets:
     each process refills by its own settings).
     """
 
-    def __init__(self, url: str, rate: float, burst: int, *, client: redis.Redis | None = None) -> None:
+    def __init__(self, url: str, rate: float, burst: int, *, retry_after: float = RETRY_REDIS_AFTER) -> None:
         try:
             import redis
         except ImportError as exc:
@@ -124,7 +128,7 @@ class RedisBuckets:
         self.rate, self.burst = rate, burst
         self.location = redact_url(url)
         try:
-            self._client = client or redis.Redis.from_url(
+            self._client: redis.Redis = redis.Redis.from_url(
                 url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT
             )
         except ValueError as exc:
@@ -132,6 +136,7 @@ class RedisBuckets:
         self._script = self._client.register_script(_TAKE)
         self._local = TokenBuckets(rate, burst)
         self._down = False
+        self._retry_at, self._retry_after = 0.0, retry_after
         self._errors: tuple[type[Exception], ...] = (redis.RedisError, OSError)
 
     def check(self) -> None:
@@ -144,9 +149,12 @@ class RedisBuckets:
     def take(self, key: str) -> float:
         if self.rate <= 0:
             return 0.0
+        if self._down and time.monotonic() < self._retry_at:
+            return self._local.take(key)
         try:
             raw = self._script(keys=[NAMESPACE + key], args=[repr(float(self.rate)), str(int(self.burst))])
         except self._errors as exc:
+            self._retry_at = time.monotonic() + self._retry_after
             if not self._down:
                 log.warning(
                     "rate limits: Redis at %s failed (%s); limiting per process until it answers", self.location, exc
