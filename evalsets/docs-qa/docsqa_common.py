@@ -261,9 +261,14 @@ CHARSET = re.compile(rb'charset=["\']?([A-Za-z0-9_-]+)', re.I)
 
 
 def read_html(path):
-    """Decode a page by the charset its <meta> declares (UTF-8 when none)."""
+    """Decode a page as UTF-8 when it is valid UTF-8 (some pages declare another
+    charset but are UTF-8), else by the charset its <meta> declares."""
     with open(path, "rb") as f:
         raw = f.read()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
     m = CHARSET.search(raw[:2048])
     enc = m.group(1).decode("ascii") if m else "utf-8"
     return raw.decode(enc, errors="replace")
