@@ -7,6 +7,7 @@ Checks: ids unique, no empty texts, every qrel points to an existing query and d
 Prints 3 random query/answer pairs and BM25 (k1=0.9, b=0.4, title+text, lower-cased
 \\w+ tokens, no stemming or stop words) MRR@10 and Recall@10/100.
 """
+
 import collections
 import json
 import math
@@ -19,8 +20,10 @@ TOK = re.compile(r"\w+")
 
 
 def load(d):
-    corpus = [json.loads(l) for l in open(os.path.join(d, "corpus.jsonl"), encoding="utf-8")]
-    queries = [json.loads(l) for l in open(os.path.join(d, "queries.jsonl"), encoding="utf-8")]
+    with open(os.path.join(d, "corpus.jsonl"), encoding="utf-8") as f:
+        corpus = [json.loads(line) for line in f]
+    with open(os.path.join(d, "queries.jsonl"), encoding="utf-8") as f:
+        queries = [json.loads(line) for line in f]
     qrels = collections.defaultdict(dict)
     with open(os.path.join(d, "qrels.tsv"), encoding="utf-8") as f:
         assert next(f).rstrip("\n") == "query-id\tcorpus-id\tscore"
@@ -78,20 +81,38 @@ def bm25_eval(corpus, queries, qrels, k1=0.9, b=0.4):
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
-    dirs = sys.argv[1:] or sorted(os.path.join(here, d) for d in os.listdir(here)
-                                  if os.path.isfile(os.path.join(here, d, "corpus.jsonl")))
+    dirs = sys.argv[1:] or sorted(
+        os.path.join(here, d) for d in os.listdir(here) if os.path.isfile(os.path.join(here, d, "corpus.jsonl"))
+    )
     for d in dirs:
         corpus, queries, qrels = load(d)
         check(corpus, queries, qrels)
         n_d = sum(1 for x in corpus if x["distractor"])
-        print("== %s: %d queries, %d docs (%d answers, %d distractors), %d qrels: checks OK"
-              % (os.path.basename(d), len(queries), len(corpus), len(corpus) - n_d, n_d,
-                 sum(len(r) for r in qrels.values())))
+        print(
+            "== %s: %d queries, %d docs (%d answers, %d distractors), %d qrels: checks OK"
+            % (
+                os.path.basename(d),
+                len(queries),
+                len(corpus),
+                len(corpus) - n_d,
+                n_d,
+                sum(len(r) for r in qrels.values()),
+            )
+        )
         ans = sorted(len(x["text"]) for x in corpus if not x["distractor"])
         dis = sorted(len(x["text"]) for x in corpus if x["distractor"])
-        print("  answers %d-%d chars (median %d); distractors %d-%d (median %d); corpus.jsonl %.2f MB"
-              % (ans[0], ans[-1], ans[len(ans) // 2], dis[0], dis[-1], dis[len(dis) // 2],
-                 os.path.getsize(os.path.join(d, "corpus.jsonl")) / 1e6))
+        print(
+            "  answers %d-%d chars (median %d); distractors %d-%d (median %d); corpus.jsonl %.2f MB"
+            % (
+                ans[0],
+                ans[-1],
+                ans[len(ans) // 2],
+                dis[0],
+                dis[-1],
+                dis[len(dis) // 2],
+                os.path.getsize(os.path.join(d, "corpus.jsonl")) / 1e6,
+            )
+        )
         byid = {x["_id"]: x for x in corpus}
         for q in random.Random(0).sample(queries, 3):
             a = byid[next(iter(qrels[q["_id"]]))]

@@ -3,6 +3,7 @@
 HTML parsing into heading/block events, sectioning, packing blocks into passages of
 at most 2,000 characters, and writing a BEIR folder with shuffled ids.
 """
+
 import html.parser
 import json
 import os
@@ -15,11 +16,33 @@ MAX_CHARS = 2000
 MIN_CHARS = 80
 SEED = 0
 
-VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link",
-        "meta", "param", "source", "track", "wbr"}
-BLOCK = {"p", "div", "pre", "li", "dt", "dd", "tr", "blockquote", "table", "ul",
-         "ol", "dl", "section", "caption", "thead", "tbody", "tfoot", "figure",
-         "figcaption", "address", "hr", "br", "center", "form"}
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"}
+BLOCK = {
+    "p",
+    "div",
+    "pre",
+    "li",
+    "dt",
+    "dd",
+    "tr",
+    "blockquote",
+    "table",
+    "ul",
+    "ol",
+    "dl",
+    "section",
+    "caption",
+    "thead",
+    "tbody",
+    "tfoot",
+    "figure",
+    "figcaption",
+    "address",
+    "hr",
+    "br",
+    "center",
+    "form",
+}
 HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 WS = re.compile(r"\s+")
 
@@ -33,12 +56,12 @@ class DocParser(html.parser.HTMLParser):
     def __init__(self, root_test, skip_test):
         super().__init__(convert_charrefs=True)
         self.root_test, self.skip_test = root_test, skip_test
-        self.stack = []          # open tags: (tag, flags)
-        self.in_root = 0         # >0 while inside the content root
-        self.skip = 0            # >0 while inside a dropped element
-        self.pre = 0             # >0 while inside <pre>
-        self.heading = None      # [level, parts] while inside a heading
-        self.buf = []            # inline text of the current block
+        self.stack = []  # open tags: (tag, flags)
+        self.in_root = 0  # >0 while inside the content root
+        self.skip = 0  # >0 while inside a dropped element
+        self.pre = 0  # >0 while inside <pre>
+        self.heading = None  # [level, parts] while inside a heading
+        self.buf = []  # inline text of the current block
         self.kind = "p"
         self.events = []
         self.title = ""
@@ -214,7 +237,7 @@ def pack(blocks, limit=MAX_CHARS):
         glue = kind == "dt"
     out, cur = [], ""
     for u in units:
-        for part in (split_long(u, limit) if len(u) > limit else [u]):
+        for part in split_long(u, limit) if len(u) > limit else [u]:
             if cur and len(cur) + 2 + len(part) > limit:
                 out.append(cur)
                 cur = part
@@ -238,8 +261,7 @@ def write_beir(outdir, answers, distractors, queries, qrels_pairs, rng):
         did = "d%05d" % n
         if key is not None:
             ids[key] = did
-        rows.append({"_id": did, "title": title, "text": text,
-                     "distractor": is_d, "source": source})
+        rows.append({"_id": did, "title": title, "text": text, "distractor": is_d, "source": source})
     with open(os.path.join(outdir, "corpus.jsonl"), "w", encoding="utf-8") as f:
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
@@ -253,7 +275,6 @@ def write_beir(outdir, answers, distractors, queries, qrels_pairs, rng):
         for qk, ak in qrels_pairs:
             f.write("%s\t%s\t1\n" % (qid[qk], ids[ak]))
     return len(rows)
-
 
 
 # ---------------------------------------------------------------------------- shared helpers
@@ -330,8 +351,12 @@ def html_pages(docdir, exclude=(), keep=None):
         for name in files:
             path = os.path.join(d, name)
             rel = os.path.relpath(path, docdir).replace(os.sep, "/")
-            if (name.endswith(".html") and not os.path.islink(path) and rel not in exclude
-                    and (keep is None or keep(rel))):
+            if (
+                name.endswith(".html")
+                and not os.path.islink(path)
+                and rel not in exclude
+                and (keep is None or keep(rel))
+            ):
                 pages.append(rel)
     pages.sort()
     return pages
@@ -368,8 +393,10 @@ def finish(outdir, answers, queries, qrels, cands, copyright_path, skipped, n_pa
     os.makedirs(outdir, exist_ok=True)
     n_docs = write_beir(outdir, answers, cands, queries, qrels, rng)
     shutil.copyfile(copyright_path, os.path.join(outdir, "LICENSE.txt"))
-    print("pages: %d  queries: %d  distractor candidates: %d  kept: %d  corpus: %d"
-          % (n_pages, len(queries), n_cands, len(cands), n_docs))
+    print(
+        "pages: %d  queries: %d  distractor candidates: %d  kept: %d  corpus: %d"
+        % (n_pages, len(queries), n_cands, len(cands), n_docs)
+    )
     for src, q in skipped:
         print("not a query (does not end with '?'): %s: %s" % (src, q))
 

@@ -23,13 +23,14 @@ docs-qa recipe says; at most 4,000 are kept.
 Titles: the document's file name ("SSL-PROBLEMS.md") or the manual page's name and
 section ("curl_easy_setopt(3)"); answers are titled "FAQ", the file's name.
 """
+
 import gzip
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import docsqa_common as c  # noqa: E402
+import docsqa_common as c
 
 CAP = 4000
 ENTRY = re.compile(r"^  (\d+)\.(\d+) (.+)$")
@@ -38,8 +39,16 @@ RULE = re.compile(r"^={20,}\s*$")
 MD_HEADING = re.compile(r"^#{1,6} ")
 LEFT_OUT = {"FAQ", "THANKS"}
 FONT = re.compile(r"\\f(\[[^\]]*\]|\(..|.)")
-ESCAPES = [("\\-", "-"), ("\\(aq", "'"), ("\\(dq", '"'), ("\\(em", "--"), ("\\&", ""),
-           ("\\|", ""), ("\\e", "\\"), ("\\\\", "\\")]
+ESCAPES = [
+    ("\\-", "-"),
+    ("\\(aq", "'"),
+    ("\\(dq", '"'),
+    ("\\(em", "--"),
+    ("\\&", ""),
+    ("\\|", ""),
+    ("\\e", "\\"),
+    ("\\\\", "\\"),
+]
 
 
 def read_text(path):
@@ -51,7 +60,7 @@ def read_text(path):
 def faq_entries(lines):
     body = next(i for i, ln in enumerate(lines) if RULE.match(ln))
     entries, cur, prev = [], None, ""
-    for ln in lines[body + 1:]:
+    for ln in lines[body + 1 :]:
         m = ENTRY.match(ln) if not prev.strip() else None  # an entry follows a blank line
         prev = ln
         if m:
@@ -104,7 +113,7 @@ def man_sections(text):
             para.clear()
 
     for raw in text.split("\n"):
-        if raw.startswith(".\\\"") or raw.startswith("'\\\""):
+        if raw.startswith(('.\\"', "'\\\"")):
             continue
         if raw.startswith("."):
             name, _, rest = raw[1:].partition(" ")
@@ -176,9 +185,17 @@ def main():
         title = "%s(3)" % name[:-5]
         for blocks in man_sections(text):
             dis.add_blocks(title, "man/man3/" + name, blocks)
-    c.finish(outdir, answers, queries, qrels, dis.cands,
-             os.path.join(root, "usr", "share", "doc", "libcurl4-doc", "copyright"),
-             skipped, n_pages, CAP)
+    c.finish(
+        outdir,
+        answers,
+        queries,
+        qrels,
+        dis.cands,
+        os.path.join(root, "usr", "share", "doc", "libcurl4-doc", "copyright"),
+        skipped,
+        n_pages,
+        CAP,
+    )
 
 
 if __name__ == "__main__":

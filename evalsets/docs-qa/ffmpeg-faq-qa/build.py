@@ -18,12 +18,13 @@ ffmpeg-all, ffplay-all and ffprobe-all pages left out, as they concatenate the o
 pages), packed as the docs-qa recipe says; at most 4,000 are kept.
 Titles are the page titles (<title>) only.
 """
+
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import docsqa_common as c  # noqa: E402
+import docsqa_common as c
 
 CAP = 4000
 FAQS = ("faq.html", "mailing-list-faq.html")
@@ -34,10 +35,11 @@ FOOTER = "This document was generated using"
 
 def skip(tag, a):
     cls = (a.get("class") or "").split()
-    return (tag in ("script", "style")
-            or (tag == "span" and "pull-right" in cls)
-            or (tag == "div" and ("contents" in cls or "Contents_element" in cls
-                                  or "shortcontents" in cls)))
+    return (
+        tag in ("script", "style")
+        or (tag == "span" and "pull-right" in cls)
+        or (tag == "div" and ("contents" in cls or "Contents_element" in cls or "shortcontents" in cls))
+    )
 
 
 def events_of(path):
@@ -78,9 +80,17 @@ def main():
     for rel in pages:
         title, events = events_of(os.path.join(docdir, rel))
         dis.add_events(title, rel, events)
-    c.finish(outdir, answers, queries, qrels, dis.cands,
-             os.path.join(root, "usr", "share", "doc", "ffmpeg-doc", "copyright"),
-             skipped, len(pages), CAP)
+    c.finish(
+        outdir,
+        answers,
+        queries,
+        qrels,
+        dis.cands,
+        os.path.join(root, "usr", "share", "doc", "ffmpeg-doc", "copyright"),
+        skipped,
+        len(pages),
+        CAP,
+    )
 
 
 if __name__ == "__main__":

@@ -21,13 +21,14 @@ docs-qa recipe says; at most 4,000 are kept.  Left out: perlfaq.pod and perltoc.
 (they list every FAQ question) and the per-release perl5*delta.pod pages.
 Titles: each page's NAME line ("perlfaq4 - Data Manipulation").
 """
+
 import html.entities
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import docsqa_common as c  # noqa: E402
+import docsqa_common as c
 
 CAP = 4000
 FAQ = re.compile(r"^perl(?:faq[1-9]|unifaq)\.pod$")
@@ -47,7 +48,7 @@ def entity(name):
 
 
 def link(inner):
-    text, bar, target = inner.partition("|")
+    text, bar, _target = inner.partition("|")
     if bar:
         return text
     if re.match(r"[a-z][a-z0-9+.-]*:\S", inner):  # a URL
@@ -65,7 +66,7 @@ def render(s):
     while i < len(s):
         m = CODE.match(s, i)
         n = len(m.group(2)) if m else 0
-        if m and n > 1 and not s[m.end():m.end() + 1].isspace():
+        if m and n > 1 and not s[m.end() : m.end() + 1].isspace():
             m = None
         if not m:
             out.append(s[i])
@@ -83,12 +84,12 @@ def render(s):
                         break
                     depth -= 1
                 j += 1
-            inner, end = s[m.end():j], j + 1
+            inner, end = s[m.end() : j], j + 1
         else:  # C<< ... >>: ends at whitespace and as many ">"
             close = re.compile(r"\s" + ">" * n)
             cm = close.search(s, m.end())
             j = cm.start() if cm else len(s)
-            inner, end = s[m.end():j].strip(), (cm.end() if cm else len(s))
+            inner, end = s[m.end() : j].strip(), (cm.end() if cm else len(s))
         letter = m.group(1)
         if letter in "XZ":
             pass
@@ -182,9 +183,17 @@ def main():
     for name in pages:
         events = pod_events(os.path.join(poddir, name))
         dis.add_events(title_of(events, name), "pod/" + name, events)
-    c.finish(outdir, answers, queries, qrels, dis.cands,
-             os.path.join(root, "usr", "share", "doc", "perl-doc", "copyright"),
-             skipped, len(pages), CAP)
+    c.finish(
+        outdir,
+        answers,
+        queries,
+        qrels,
+        dis.cands,
+        os.path.join(root, "usr", "share", "doc", "perl-doc", "copyright"),
+        skipped,
+        len(pages),
+        CAP,
+    )
 
 
 if __name__ == "__main__":

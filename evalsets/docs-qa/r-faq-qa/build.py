@@ -16,12 +16,13 @@ R Language Definition, R Internals; navigation headers and tables of contents
 dropped), packed as the docs-qa recipe says; at most 4,000 are kept.
 Titles are the page titles (<title>, e.g. "R FAQ", "Writing R Extensions") only.
 """
+
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import docsqa_common as c  # noqa: E402
+import docsqa_common as c
 
 CAP = 4000
 FAQ = "R-FAQ.html"
@@ -30,9 +31,11 @@ NUMBER = re.compile(r"^\d+(\.\d+)* ")
 
 def skip(tag, a):
     cls = (a.get("class") or "").split()
-    return (tag in ("script", "style")
-            or (tag == "div" and ("header" in cls or "contents" in cls or "shortcontents" in cls))
-            or (tag == "h2" and "contents-heading" in cls))
+    return (
+        tag in ("script", "style")
+        or (tag == "div" and ("header" in cls or "contents" in cls or "shortcontents" in cls))
+        or (tag == "h2" and "contents-heading" in cls)
+    )
 
 
 def main():
@@ -67,9 +70,17 @@ def main():
     for rel in pages:
         p = c.parse_html(os.path.join(docdir, rel), None, skip)
         dis.add_events(c.page_title(p), rel, p.events)
-    c.finish(outdir, answers, queries, qrels, dis.cands,
-             os.path.join(root, "usr", "share", "doc", "r-doc-html", "copyright"),
-             skipped, len(pages), CAP)
+    c.finish(
+        outdir,
+        answers,
+        queries,
+        qrels,
+        dis.cands,
+        os.path.join(root, "usr", "share", "doc", "r-doc-html", "copyright"),
+        skipped,
+        len(pages),
+        CAP,
+    )
 
 
 if __name__ == "__main__":

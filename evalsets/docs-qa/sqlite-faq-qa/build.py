@@ -16,12 +16,13 @@ scripts and the "last modified" line dropped), packed as the docs-qa recipe says
 at most 4,000 are kept (random.Random(0).sample, kept in document order).
 Titles are the page titles (<title>) only.
 """
+
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import docsqa_common as c  # noqa: E402
+import docsqa_common as c
 
 PKG = "sqlite3"
 CAP = 4000
@@ -71,8 +72,17 @@ def main():
         p = c.parse_html(os.path.join(docdir, rel), None, skip)
         events = [ev for ev in p.events if not (ev[0] == "b" and ev[2].startswith(FOOTER))]
         dis.add_events(c.page_title(p), rel, events)
-    c.finish(outdir, answers, queries, qrels, dis.cands, os.path.join(root, "usr", "share", "doc", "sqlite3-doc", "copyright"),
-             skipped, len(pages), CAP)
+    c.finish(
+        outdir,
+        answers,
+        queries,
+        qrels,
+        dis.cands,
+        os.path.join(root, "usr", "share", "doc", "sqlite3-doc", "copyright"),
+        skipped,
+        len(pages),
+        CAP,
+    )
 
 
 if __name__ == "__main__":

@@ -20,13 +20,14 @@ blocks at blank lines, packed as the docs-qa recipe says; at most 4,000 are kept
 Titles: the help page titles ("Vim documentation: options"); answers are titled
 "Vim FAQ", as the FAQ file has no title line of its own.
 """
+
 import gzip
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import docsqa_common as c  # noqa: E402
+import docsqa_common as c
 
 CAP = 4000
 ENTRY = re.compile(r"^(\d+)\.(\d+)\. (.*)$")
@@ -109,9 +110,17 @@ def main():
         text = "\n\n".join(ev[2] for ev in p.events if ev[0] == "b" and ev[1] == "pre")
         for blocks in help_sections(text):
             dis.add_blocks(c.page_title(p), rel, blocks)
-    c.finish(outdir, answers, queries, qrels, dis.cands,
-             os.path.join(root, "usr", "share", "doc", "vim-doc", "copyright"),
-             skipped, len(pages), CAP)
+    c.finish(
+        outdir,
+        answers,
+        queries,
+        qrels,
+        dis.cands,
+        os.path.join(root, "usr", "share", "doc", "vim-doc", "copyright"),
+        skipped,
+        len(pages),
+        CAP,
+    )
 
 
 if __name__ == "__main__":

@@ -18,12 +18,13 @@ navigation tables, redirect stubs, the index pages, the table of contents and th
 FAQ pages left out), packed as the docs-qa recipe says; at most 4,000 are kept.
 Titles are the page titles (<title>) only.
 """
+
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import docsqa_common as c  # noqa: E402
+import docsqa_common as c
 
 CAP = 4000
 NUMBER = re.compile(r"^\d+(\.\d+)*: ")
@@ -34,9 +35,11 @@ NOT_MANUAL = re.compile(r"Index\.html$|^(index|zsh_toc|zsh_abt)\.html$")
 
 def skip(tag, a):
     cls = (a.get("class") or "").split()
-    return (tag in ("script", "style")
-            or (tag == "table" and ("header" in cls or "menu" in cls))
-            or (tag == "div" and "contents" in cls))
+    return (
+        tag in ("script", "style")
+        or (tag == "table" and ("header" in cls or "menu" in cls))
+        or (tag == "div" and "contents" in cls)
+    )
 
 
 def is_stub(path):
@@ -75,16 +78,26 @@ def main():
             queries.append((key, question))
             qrels.append((key, key))
 
-    pages = [rel for rel in c.html_pages(docdir)
-             if not FAQ.match(rel) and not NOT_MANUAL.search(rel)
-             and not is_stub(os.path.join(docdir, rel))]
+    pages = [
+        rel
+        for rel in c.html_pages(docdir)
+        if not FAQ.match(rel) and not NOT_MANUAL.search(rel) and not is_stub(os.path.join(docdir, rel))
+    ]
     dis = c.Distractors(a[1] for a in answers.values())
     for rel in pages:
         p = c.parse_html(os.path.join(docdir, rel), None, skip)
         dis.add_events(c.page_title(p), rel, p.events)
-    c.finish(outdir, answers, queries, qrels, dis.cands,
-             os.path.join(root, "usr", "share", "doc", "zsh-common", "copyright"),
-             skipped, len(pages), CAP)
+    c.finish(
+        outdir,
+        answers,
+        queries,
+        qrels,
+        dis.cands,
+        os.path.join(root, "usr", "share", "doc", "zsh-common", "copyright"),
+        skipped,
+        len(pages),
+        CAP,
+    )
 
 
 if __name__ == "__main__":
