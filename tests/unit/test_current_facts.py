@@ -114,6 +114,7 @@ def test_of_two_dated_moves_the_earlier_one_stays_closed(memory: Memory) -> None
     "text",
     [
         "We moved to Postgres because the old database was slow.",
+        "We moved to Kubernetes last year.",
         "We moved the meeting to Friday.",
         "We live in a tiny flat.",
     ],
@@ -122,6 +123,12 @@ def test_what_is_no_move_leaves_the_residence_alone(memory: Memory, text: str) -
     say(memory, "kim", "I live in Boston.", at=EARLIER)
     say(memory, "kim", text, session="s2")
     assert [claim(m) for m in typed(memory, "kim") if claim(m)[0] == "residence"] == [("residence", "Boston")]
+
+
+def test_a_move_told_with_work_words_is_still_a_move(memory: Memory) -> None:
+    say(memory, "kim", "I live in Boston.", at=EARLIER)
+    say(memory, "kim", "We moved to Denver in May and I now work for a cloud software company.", session="s2")
+    assert only(typed(memory, "kim"), "residence", "Denver").is_current
 
 
 @pytest.mark.parametrize(

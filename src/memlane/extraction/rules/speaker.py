@@ -134,8 +134,8 @@ _MOVED = rx(
 _LEAD = rx(rf"(?i:^(?P<lead>{LEADING_TIME}),? )")
 # "We moved to Postgres because the old database was slow" is no new home: moves in technical talk are left out
 _TECHNICAL = rx(
-    r"(?i:\b(?:server|database|cloud|framework|version|stack|platform|repo(?:sitory)?|library|api|cluster|deploy\w*|"
-    r"migrat\w*|software|codebase|code|provider|vendor|hosting|backend|frontend|tool(?:ing|s)?|app|service)s?\b)"
+    r"(?i:\b(?:server|database|db|framework|version|stack|repo(?:sitory)?|library|api|cluster|deploy\w*|migrat\w*|"
+    r"codebase|backend|frontend|kubernetes|docker)s?\b)"
 )
 _FROM = rx(r"(?i:\bi(?:'m| am) (?:originally )?from )" + PLACE)
 _ALLERGY = rx(r"(?i:\bi(?:'m| am) (?:very |severely |deathly )?allergic to )(?P<v>[^,;.!?]{2,40}?)" + CUT)
@@ -207,7 +207,7 @@ def facts(clause: Clause) -> list[Draft]:
                 entities=[m.group("v").rstrip("."), *([m.group("old")] if m.group("old") else [])],
             )
         )
-    elif (m := _LIVE.search(text)) and not technical:
+    elif m := _LIVE.search(text):
         sentence, _ = standalone(clause, text[m.start() : m.end()], None)
         out.append(
             make_draft(
