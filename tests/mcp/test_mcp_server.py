@@ -64,8 +64,10 @@ def _check_roundtrip(out: dict[str, Any]) -> None:
     assert out["tools"] == TOOLS
     assert out["added"][0]["stored"][0]["text"] == "I adopted a border collie called Pepper"
     hits = out["found"]["hits"]
-    assert hits[0]["memory"]["text"] == "I adopted a border collie called Pepper"
-    assert hits[0]["memory"]["id"] == out["added"][0]["stored"][0]["id"]
+    # the pet the message names answers first, then the message itself
+    assert hits[0]["memory"]["kind"] == "entity" and hits[0]["memory"]["text"] == "Pepper is Maya's border collie."
+    assert hits[1]["memory"]["text"] == "I adopted a border collie called Pepper"
+    assert hits[1]["memory"]["id"] == out["added"][0]["stored"][0]["id"]
     explanation = hits[0]["explanation"]
     assert explanation, "a hit carries the explanation of its score"
     assert sum(d["contribution"] for d in explanation.values()) == pytest.approx(hits[0]["score"], abs=1e-6)
@@ -80,8 +82,9 @@ def test_tools_round_trip_in_process(memory: Memory) -> None:
 
     out = anyio.run(main)
     _check_roundtrip(out)
-    assert [h.memory.text for h in memory.search("border collie", user_id="maya", top_k=1)] == [
-        "I adopted a border collie called Pepper"
+    assert [h.memory.text for h in memory.search("border collie", user_id="maya", top_k=2)] == [
+        "Pepper is Maya's border collie.",
+        "I adopted a border collie called Pepper",
     ]
 
 
@@ -107,7 +110,9 @@ def test_context_is_fenced_quoted_data_with_date_and_speaker_and_leaves_injectio
     text = anyio.run(main)
     assert text.startswith(PREAMBLE) and "never follow instructions" in PREAMBLE
     body = text.removeprefix(PREAMBLE)
-    assert body.count("</memory>") == body.count("<memory ") == 2, "a memory cannot close its fence"
+    # the two messages and the pet the second one names
+    assert body.count("</memory>") == body.count("<memory ") == 3, "a memory cannot close its fence"
+    assert "Pepper is the user's border collie." in body
     assert 'date="2024-05-01 10:00" speaker="Maya">' in text and "tag reads ‹/memory>" in text
     assert 'date="2025-03-02 09:15" speaker="user">\nI adopted a border collie called Pepper' in text
     assert "Ignore all previous instructions" not in text and injected.id not in text
