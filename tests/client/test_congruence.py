@@ -82,6 +82,11 @@ def scenario(call: Call) -> Iterator[tuple[str, Any]]:
         call("add", "I went swimming at the pool", user_id="ana", timestamp=f"2024-03-0{day}T18:00:00Z", infer=False)
     yield step("routines", "routines", user_id="ana", min_occurrences=3)
     yield step("archive", "archive", user_id="ana")
+    yield step("forget", "forget", user_id="ana")
+    yield step("retry jobs", "retry_jobs", user_id="ana")
+    yield step("split entity", "split_entity", "Mel", "Melanie", user_id="ana", memory_ids=[added.items[0].id])
+    yield step("merge entities", "merge_entities", "Melanie", "Mel", user_id="ana")
+    yield step("merge unknown", "merge_entities", "Nobody", "Mel", user_id="ana")
     yield step("stats", "stats", user_id="ana")
     buf = io.StringIO()
     yield step("export", "export", buf, user_id="ana")
@@ -161,6 +166,9 @@ def test_the_scenario_does_what_it_says(tmp_path: Path):
     assert steps["routines"] and steps["export"] > 0 and steps["import"] == steps["export"]
     assert steps["get missing"] == "error NotFoundError" and steps["empty message"] == "error ValidationError"
     assert steps["top_k zero"] == "error ValidationError" and steps["job of nobody"] == "error NotFoundError"
+    assert (
+        steps["split entity"] == 1 and steps["merge entities"] >= 1 and steps["merge unknown"] == "error NotFoundError"
+    )
 
 
 def test_client_gives_the_library_results(served: Served, tmp_path: Path):

@@ -147,3 +147,23 @@ def test_every_operation_has_a_stable_snake_case_id_and_a_declared_tag(api):
     declared = {t["name"] for t in doc["tags"]}
     assert {t for op in ops for t in op["tags"]} == declared
     assert doc["servers"] and doc["servers"][0]["url"] == "/"
+
+
+def test_maintenance_routes(api):
+    queued(api)
+    h = api.h("acme")
+    assert api.client.post("/v1/forget", json={"user_id": "ana"}, headers=h).json() == []  # no capacity set
+    assert api.client.post("/v1/jobs/retry", json={"user_id": "ana"}, headers=h).json() == {"count": 0}
+    mid = api.memory.list(user_id="ana", tenant="acme")[0].id
+    split = {"user_id": "ana", "entity": "Mel", "new_name": "Melanie", "memory_ids": [mid]}
+    assert api.client.post("/v1/entities/split", json=split, headers=h).json() == {"count": 1}
+    merged = api.client.post(
+        "/v1/entities/merge", json={"user_id": "ana", "source": "Melanie", "target": "Mel"}, headers=h
+    )
+    assert merged.status_code == 200 and merged.json()["count"] >= 1
+    unknown = {"user_id": "ana", "source": "Nobody", "target": "Mel"}
+    assert api.client.post("/v1/entities/merge", json=unknown, headers=h).status_code == 404
+    assert (
+        api.client.post("/v1/entities/merge", json={**unknown, "source": "Denver"}, headers=api.h("globex")).status_code
+        == 404
+    )

@@ -170,6 +170,19 @@ export class MemlaneClient {
   /** @param {string} memoryId @param {Body<"restore_memory">} body @returns {Promise<Result<"restore_memory">>} */
   restoreMemory(memoryId, body) { return this.#json("POST", `/v1/archive/${seg(memoryId)}/restore`, { json: body }); }
 
+  /** Enforce the configured capacity now; the ids evicted.
+   * @param {Body<"forget_memories">} body @returns {Promise<Result<"forget_memories">>} */
+  forgetMemories(body) { return this.#json("POST", "/v1/forget", { json: body }); }
+
+  /** @param {Body<"merge_entities">} body @returns {Promise<Result<"merge_entities">>} */
+  mergeEntities(body) { return this.#json("POST", "/v1/entities/merge", { json: body }); }
+
+  /** @param {Body<"split_entity">} body @returns {Promise<Result<"split_entity">>} */
+  splitEntity(body) { return this.#json("POST", "/v1/entities/split", { json: body }); }
+
+  /** @param {Body<"retry_jobs">} body @returns {Promise<Result<"retry_jobs">>} */
+  retryJobs(body) { return this.#json("POST", "/v1/jobs/retry", { json: body }); }
+
   // -- transfer ------------------------------------------------------------------------------------------------------
   /** One user's memories as JSON Lines (without `user_id`: the tenant's, admin keys).
    * @param {Query<"export_memories">} [query] @returns {Promise<string>} */

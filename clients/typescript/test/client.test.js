@@ -73,6 +73,8 @@ test("ask, graph, relations, a queued job and what it wrote", async () => {
   const relations = await client.listRelations({ user_id: "bo", entity: "Sam" });
   assert.ok(relations.some((r) => r.predicate === "lives_in" && r.object === "oslo"));
   assert.deepEqual(await client.listArchived({ user_id: "bo" }), []);
+  assert.deepEqual(await client.forgetMemories({ user_id: "bo" }), []);
+  assert.deepEqual(await client.retryJobs({ user_id: "bo" }), { count: 0 });
 });
 
 test("export and import JSON Lines", async () => {

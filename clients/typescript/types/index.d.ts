@@ -91,6 +91,15 @@ export class MemlaneClient {
     listArchived(query: Query<"list_archived">): Promise<Result<"list_archived">>;
     /** @param {string} memoryId @param {Body<"restore_memory">} body @returns {Promise<Result<"restore_memory">>} */
     restoreMemory(memoryId: string, body: Body<"restore_memory">): Promise<Result<"restore_memory">>;
+    /** Enforce the configured capacity now; the ids evicted.
+     * @param {Body<"forget_memories">} body @returns {Promise<Result<"forget_memories">>} */
+    forgetMemories(body: Body<"forget_memories">): Promise<Result<"forget_memories">>;
+    /** @param {Body<"merge_entities">} body @returns {Promise<Result<"merge_entities">>} */
+    mergeEntities(body: Body<"merge_entities">): Promise<Result<"merge_entities">>;
+    /** @param {Body<"split_entity">} body @returns {Promise<Result<"split_entity">>} */
+    splitEntity(body: Body<"split_entity">): Promise<Result<"split_entity">>;
+    /** @param {Body<"retry_jobs">} body @returns {Promise<Result<"retry_jobs">>} */
+    retryJobs(body: Body<"retry_jobs">): Promise<Result<"retry_jobs">>;
     /** One user's memories as JSON Lines (without `user_id`: the tenant's, admin keys).
      * @param {Query<"export_memories">} [query] @returns {Promise<string>} */
     exportMemories(query?: Query<"export_memories">): Promise<string>;

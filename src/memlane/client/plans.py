@@ -18,14 +18,10 @@ from pydantic import BaseModel, TypeAdapter
 
 from memlane.answer.ask import Answer
 from memlane.answer.context import Context
-from memlane.apikeys import KeyInfo, NewKeyInfo, ScopeName
 from memlane.client.wire import Plan, Request, segment
 from memlane.errors import JobTimeoutError, ValidationError
-from memlane.graph.neighbourhood import Neighbourhood
-from memlane.graph.types import RelationEdge
 from memlane.models import (
     AddResult,
-    ArchivedMemory,
     Filters,
     FlaggedMemory,
     HistoryEntry,
@@ -47,26 +43,25 @@ NDJSON = "application/x-ndjson"
 POLL = 0.05
 
 _HITS = TypeAdapter(list[Hit])
-_ITEMS = TypeAdapter(list[MemoryItem])
+ITEMS = TypeAdapter(list[MemoryItem])
 _JOBS = TypeAdapter(list[Job])
 _ENTRIES = TypeAdapter(list[HistoryEntry])
 _FLAGGED = TypeAdapter(list[FlaggedMemory])
-_ARCHIVED = TypeAdapter(list[ArchivedMemory])
-_EDGES = TypeAdapter(list[RelationEdge])
-_NEIGHBOURHOOD = TypeAdapter(Neighbourhood)
 _IDS = TypeAdapter(list[str])
-_COUNT = TypeAdapter(dict[str, Any])
+OBJECT = TypeAdapter(dict[str, Any])
 _ADD = TypeAdapter(AddResult)
-_ITEM = TypeAdapter(MemoryItem)
+ITEM = TypeAdapter(MemoryItem)
 _JOB = TypeAdapter(Job)
 
 
-def _no_tenant(tenant: str | None) -> None:
+def no_tenant(tenant: str | None) -> None:
+    """Refuse a tenant: over REST it is the key's."""
     if tenant is not None:
         raise ValidationError("over REST the tenant is the API key's own: leave tenant unset")
 
 
-def _user(user_id: object) -> str:
+def required_user(user_id: object) -> str:
+    """A user id the route needs (REST scopes every call to one user)."""
     if not isinstance(user_id, str) or not user_id:
         raise ValidationError("user_id is required: a non-empty string")
     return user_id
@@ -88,7 +83,8 @@ def _time(value: datetime | str | None) -> str | None:
     return value.isoformat() if isinstance(value, datetime) else value
 
 
-def _opt(**params: str | int | float | bool | None) -> dict[str, str | int | float | bool]:
+def present(**params: str | int | float | bool | None) -> dict[str, str | int | float | bool]:
+    """The parameters that were given (``None`` ones left out)."""
     return {k: v for k, v in params.items() if v is not None}
 
 
@@ -106,12 +102,12 @@ def add(
     tenant: str | None = None,
 ) -> Plan[AddResult]:
     """``Memory.add``: store messages (all or none) and extract typed memories (queued with ``async_mode``)."""
-    _no_tenant(tenant)
+    no_tenant(tenant)
     msgs = [m if isinstance(m, str) else _dump(m) for m in _many(messages, Message)]
     body: dict[str, Any] = {
-        "user_id": _user(user_id),
+        "user_id": required_user(user_id),
         "messages": msgs,
-        **_opt(session_id=session_id, agent_id=agent_id, timestamp=_time(timestamp), infer=infer),
+        **present(session_id=session_id, agent_id=agent_id, timestamp=_time(timestamp), infer=infer),
         "async": async_mode,
     }
     if metadata is not None:
@@ -130,14 +126,14 @@ def search(
     tenant: str | None = None,
 ) -> Plan[list[Hit]]:
     """``Memory.search``: the best hits, each with its score breakdown."""
-    _no_tenant(tenant)
-    body: dict[str, Any] = {"user_id": _user(user_id), "query": query, "top_k": top_k, "explain": True}
+    no_tenant(tenant)
+    body: dict[str, Any] = {"user_id": required_user(user_id), "query": query, "top_k": top_k, "explain": True}
     if filters is not None:
         body["filters"] = _dump(filters)
     if preset_name is not None:
         body["preset"] = preset_name
     reply = yield Request("POST", "/v1/search", body=body)
-    return _HITS.validate_python(reply.parse(_COUNT)["hits"])
+    return _HITS.validate_python(reply.parse(OBJECT)["hits"])
 
 
 def ask(
@@ -150,9 +146,9 @@ def ask(
     token_budget: int = 2000,
 ) -> Plan[Answer]:
     """``Memory.ask``: answer a question from the user's memories (structured query or search)."""
-    _no_tenant(tenant)
-    body = {"user_id": _user(user_id), "question": question, "top_k": top_k, "token_budget": token_budget}
-    reply = yield Request("POST", "/v1/ask", body={**body, **_opt(now=_time(now))})
+    no_tenant(tenant)
+    body = {"user_id": required_user(user_id), "question": question, "top_k": top_k, "token_budget": token_budget}
+    reply = yield Request("POST", "/v1/ask", body={**body, **present(now=_time(now))})
     return reply.parse(TypeAdapter(Answer))
 
 
@@ -166,10 +162,10 @@ def context(
     include_flagged: bool = False,
 ) -> Plan[Context]:
     """``Memory.context``: memories fenced as quoted data for a prompt (flagged ones always left out over REST)."""
-    _no_tenant(tenant)
+    no_tenant(tenant)
     if include_flagged:
         raise ValidationError("include_flagged is not served over REST (an administrator reads /admin/flagged)")
-    body = {"user_id": _user(user_id), "query": query, "token_budget": token_budget, "top_k": top_k}
+    body = {"user_id": required_user(user_id), "query": query, "token_budget": token_budget, "top_k": top_k}
     reply = yield Request("POST", "/v1/context", body=body)
     return reply.parse(TypeAdapter(Context))
 
@@ -183,9 +179,13 @@ def observe(
     agent_id: str | None = None,
 ) -> Plan[AddResult]:
     """``Memory.observe``: store grounded observations, all or none."""
-    _no_tenant(tenant)
+    no_tenant(tenant)
     batch = [_dump(o) for o in _many(observations, Observation)]
-    body = {"user_id": _user(user_id), "observations": batch, **_opt(session_id=session_id, agent_id=agent_id)}
+    body = {
+        "user_id": required_user(user_id),
+        "observations": batch,
+        **present(session_id=session_id, agent_id=agent_id),
+    }
     reply = yield Request("POST", "/v1/observations", body=body)
     return reply.parse(_ADD)
 
@@ -199,23 +199,23 @@ def feedback(
     tenant: str | None = None,
 ) -> Plan[None]:
     """``Memory.feedback``: whether a returned memory was useful for its query."""
-    _no_tenant(tenant)
+    no_tenant(tenant)
     if isinstance(hit, Hit):
         memory_id, user_id, query = hit.memory.id, user_id or hit.memory.user_id, query or hit.query
     else:
         memory_id = hit
     if not query:
         raise ValidationError("feedback needs the query the memory was returned for")
-    body = {"user_id": _user(user_id), "memory_id": memory_id, "query": query, "useful": useful}
+    body = {"user_id": required_user(user_id), "memory_id": memory_id, "query": query, "useful": useful}
     yield Request("POST", "/v1/feedback", body=body)
     return None
 
 
 def get(memory_id: str, *, user_id: str, tenant: str | None = None) -> Plan[MemoryItem]:
     """``Memory.get``: one memory; ``NotFoundError`` if this user has none with that id."""
-    _no_tenant(tenant)
-    reply = yield Request("GET", f"/v1/memories/{segment(memory_id)}", params={"user_id": _user(user_id)})
-    return reply.parse(_ITEM)
+    no_tenant(tenant)
+    reply = yield Request("GET", f"/v1/memories/{segment(memory_id)}", params={"user_id": required_user(user_id)})
+    return reply.parse(ITEM)
 
 
 def list_(
@@ -227,8 +227,8 @@ def list_(
     tenant: str | None = None,
 ) -> Plan[list[MemoryItem]]:
     """``Memory.list``: a user's memories, oldest first (over REST, ``filters`` may name ``session_id`` only)."""
-    _no_tenant(tenant)
-    params: dict[str, str | int | float | bool] = {"user_id": _user(user_id), "limit": limit, "offset": offset}
+    no_tenant(tenant)
+    params: dict[str, str | int | float | bool] = {"user_id": required_user(user_id), "limit": limit, "offset": offset}
     if filters is not None:
         wanted = _dump(filters)
         extra = sorted(set(wanted) - {"session_id"})
@@ -237,14 +237,14 @@ def list_(
         if "session_id" in wanted:
             params["session_id"] = wanted["session_id"]
     reply = yield Request("GET", "/v1/memories", params=params)
-    return reply.parse(_ITEMS)
+    return reply.parse(ITEMS)
 
 
 def history(memory_id: str, *, user_id: str, tenant: str | None = None) -> Plan[list[HistoryEntry]]:
     """``Memory.history``: every recorded change of a memory, oldest first."""
-    _no_tenant(tenant)
+    no_tenant(tenant)
     path = f"/v1/memories/{segment(memory_id)}/history"
-    reply = yield Request("GET", path, params={"user_id": _user(user_id)})
+    reply = yield Request("GET", path, params={"user_id": required_user(user_id)})
     return reply.parse(_ENTRIES)
 
 
@@ -252,8 +252,10 @@ def flagged(
     *, user_id: str | None = None, tenant: str | None = None, limit: int = 100, offset: int = 0
 ) -> Plan[list[FlaggedMemory]]:
     """``Memory.flagged``: a user's memories flagged as likely prompt injections (admin keys)."""
-    _no_tenant(tenant)
-    reply = yield Request("GET", "/admin/flagged", params={"user_id": _user(user_id), "limit": limit, "offset": offset})
+    no_tenant(tenant)
+    reply = yield Request(
+        "GET", "/admin/flagged", params={"user_id": required_user(user_id), "limit": limit, "offset": offset}
+    )
     return reply.parse(_FLAGGED)
 
 
@@ -267,76 +269,33 @@ def update(
     tenant: str | None = None,
 ) -> Plan[MemoryItem]:
     """``Memory.update``: change a memory's text, metadata or importance."""
-    _no_tenant(tenant)
-    body: dict[str, Any] = {"user_id": _user(user_id), **_opt(text=text, importance=importance)}
+    no_tenant(tenant)
+    body: dict[str, Any] = {"user_id": required_user(user_id), **present(text=text, importance=importance)}
     if metadata is not None:
         body["metadata"] = dict(metadata)
     reply = yield Request("PATCH", f"/v1/memories/{segment(memory_id)}", body=body)
-    return reply.parse(_ITEM)
+    return reply.parse(ITEM)
 
 
 def delete(memory_id: str, *, user_id: str, tenant: str | None = None) -> Plan[list[str]]:
     """``Memory.delete``: the ids removed, ``memory_id`` first."""
-    _no_tenant(tenant)
-    reply = yield Request("DELETE", f"/v1/memories/{segment(memory_id)}", params={"user_id": _user(user_id)})
-    return _IDS.validate_python(reply.parse(_COUNT)["deleted"])
+    no_tenant(tenant)
+    reply = yield Request("DELETE", f"/v1/memories/{segment(memory_id)}", params={"user_id": required_user(user_id)})
+    return _IDS.validate_python(reply.parse(OBJECT)["deleted"])
 
 
 def delete_all(*, user_id: str, tenant: str | None = None) -> Plan[int]:
     """``Memory.delete_all``: how many memories went."""
-    _no_tenant(tenant)
-    reply = yield Request("DELETE", "/v1/memories", params={"user_id": _user(user_id)})
-    return int(reply.parse(_COUNT)["count"])
-
-
-# -- graph, routines, archive -----------------------------------------------------------------------------------------
-def graph(entity: str, *, user_id: str, tenant: str | None = None, limit: int = 10) -> Plan[Neighbourhood]:
-    """``Memory.graph``: an entity's neighbourhood."""
-    _no_tenant(tenant)
-    reply = yield Request("GET", "/v1/graph", params={"user_id": _user(user_id), "entity": entity, "limit": limit})
-    return reply.parse(_NEIGHBOURHOOD)
-
-
-def relations(
-    *, user_id: str, tenant: str | None = None, entity: str | None = None, current_only: bool = False
-) -> Plan[list[RelationEdge]]:
-    """``Memory.relations``: the typed relations of the user's graph."""
-    _no_tenant(tenant)
-    params = {"user_id": _user(user_id), "current_only": current_only, **_opt(entity=entity)}
-    reply = yield Request("GET", "/v1/relations", params=params)
-    return reply.parse(_EDGES)
-
-
-def routines(*, user_id: str, tenant: str | None = None, min_occurrences: int = 3) -> Plan[list[MemoryItem]]:
-    """``Memory.routines``: detect and store recurring actions; the user's current routines."""
-    _no_tenant(tenant)
-    body = {"user_id": _user(user_id), "min_occurrences": min_occurrences}
-    reply = yield Request("POST", "/v1/routines", body=body)
-    return reply.parse(_ITEMS)
-
-
-def archive(
-    *, user_id: str, limit: int = 100, offset: int = 0, tenant: str | None = None
-) -> Plan[list[ArchivedMemory]]:
-    """``Memory.archive``: memories evicted beyond capacity, most recently archived first."""
-    _no_tenant(tenant)
-    reply = yield Request("GET", "/v1/archive", params={"user_id": _user(user_id), "limit": limit, "offset": offset})
-    return reply.parse(_ARCHIVED)
-
-
-def restore(memory_id: str, *, user_id: str, tenant: str | None = None) -> Plan[MemoryItem]:
-    """``Memory.restore``: bring an archived memory back into every index."""
-    _no_tenant(tenant)
-    path = f"/v1/archive/{segment(memory_id)}/restore"
-    reply = yield Request("POST", path, body={"user_id": _user(user_id)})
-    return reply.parse(_ITEM)
+    no_tenant(tenant)
+    reply = yield Request("DELETE", "/v1/memories", params={"user_id": required_user(user_id)})
+    return int(reply.parse(OBJECT)["count"])
 
 
 # -- transfer ---------------------------------------------------------------------------------------------------------
 def export(dest: str | Path | IO[str], *, user_id: str | None = None, tenant: str | None = None) -> Plan[int]:
     """``Memory.export``: one user's memories (or, with an admin key, the tenant's) as JSONL into ``dest``."""
-    _no_tenant(tenant)
-    reply = yield Request("GET", "/v1/export", params=_opt(user_id=user_id))
+    no_tenant(tenant)
+    reply = yield Request("GET", "/v1/export", params=present(user_id=user_id))
     if isinstance(dest, str | Path):
         path = Path(dest)
         partial = path.with_name(path.name + ".partial")
@@ -358,12 +317,12 @@ def import_(
     """``Memory.import_``: load a JSONL export into ``user_id``, all or nothing (``keep_user_ids``: the file's own
     users, an admin key's restore). ``on_progress`` is told the count once, when the server has it.
     """
-    _no_tenant(tenant)
+    no_tenant(tenant)
     if keep_user_ids == (user_id is not None):
         raise ValidationError("give a user_id to import into, or keep_user_ids=True (admin keys), not both")
     text = Path(source).read_text(encoding="utf-8") if isinstance(source, str | Path) else source.read()
-    reply = yield Request("POST", "/v1/import", params=_opt(user_id=user_id), content=text, content_type=NDJSON)
-    n = int(reply.parse(_COUNT)["imported"])
+    reply = yield Request("POST", "/v1/import", params=present(user_id=user_id), content=text, content_type=NDJSON)
+    n = int(reply.parse(OBJECT)["imported"])
     if on_progress is not None:
         on_progress(n)
     return n
@@ -371,16 +330,16 @@ def import_(
 
 def stats(*, user_id: str | None = None, tenant: str | None = None) -> Plan[Stats]:
     """``Memory.stats``: counts of one user's memories (path and size for admin keys only)."""
-    _no_tenant(tenant)
-    reply = yield Request("GET", "/v1/stats", params={"user_id": _user(user_id)})
+    no_tenant(tenant)
+    reply = yield Request("GET", "/v1/stats", params={"user_id": required_user(user_id)})
     return reply.parse(TypeAdapter(Stats))
 
 
 # -- jobs --------------------------------------------------------------------------------------------------------------
 def job(job_id: str, *, user_id: str, tenant: str | None = None) -> Plan[Job]:
     """``Memory.job``: a background job of this user."""
-    _no_tenant(tenant)
-    reply = yield Request("GET", f"/v1/jobs/{segment(job_id)}", params={"user_id": _user(user_id)})
+    no_tenant(tenant)
+    reply = yield Request("GET", f"/v1/jobs/{segment(job_id)}", params={"user_id": required_user(user_id)})
     return reply.parse(_JOB)
 
 
@@ -388,48 +347,31 @@ def jobs(
     *, user_id: str, state: JobState | str | None = None, limit: int = 100, tenant: str | None = None
 ) -> Plan[list[Job]]:
     """``Memory.jobs``: the user's background jobs, oldest first."""
-    _no_tenant(tenant)
-    params = {"user_id": _user(user_id), "limit": limit, **_opt(state=None if state is None else str(state))}
+    no_tenant(tenant)
+    params = {"user_id": required_user(user_id), "limit": limit, **present(state=None if state is None else str(state))}
     reply = yield Request("GET", "/v1/jobs", params=params)
     return reply.parse(_JOBS)
 
 
 def job_result(job_id: str, *, tenant: str | None = None) -> Plan[JobResult]:
     """``Memory.job_result``: a job of the key's tenant by its id alone, and the typed memories it wrote."""
-    _no_tenant(tenant)
+    no_tenant(tenant)
     reply = yield Request("GET", f"/v1/jobs/{segment(job_id)}/result")
     return reply.parse(TypeAdapter(JobResult))
 
 
 def wait(job_id: str, *, user_id: str, timeout: float | None = None, tenant: str | None = None) -> Plan[Job]:
     """``Memory.wait``: the job once done or failed; ``JobTimeoutError`` after ``timeout`` seconds."""
-    _no_tenant(tenant)
+    no_tenant(tenant)
     deadline = None if timeout is None else time.monotonic() + timeout
     delay = 0.0
     while True:
-        found = yield Request("GET", f"/v1/jobs/{segment(job_id)}", params={"user_id": _user(user_id)}, delay=delay)
+        found = yield Request(
+            "GET", f"/v1/jobs/{segment(job_id)}", params={"user_id": required_user(user_id)}, delay=delay
+        )
         current = found.parse(_JOB)
         if current.state in (JobState.DONE, JobState.FAILED):
             return current
         if deadline is not None and time.monotonic() >= deadline:
             raise JobTimeoutError(f"job {job_id} is still {current.state.value} after {timeout} s")
         delay = POLL
-
-
-# -- keys of the tenant (admin keys; not ``Memory`` methods) ------------------------------------------------------------
-def create_key(scopes: Sequence[ScopeName], *, name: str = "") -> Plan[NewKeyInfo]:
-    """A new key of the caller's tenant; its ``secret`` is in this answer only."""
-    reply = yield Request("POST", "/admin/keys", body={"scopes": list(scopes), "name": name})
-    return reply.parse(TypeAdapter(NewKeyInfo))
-
-
-def list_keys() -> Plan[list[KeyInfo]]:
-    """The keys of the caller's tenant, revoked ones too, without their secrets."""
-    reply = yield Request("GET", "/admin/keys")
-    return reply.parse(TypeAdapter(list[KeyInfo]))
-
-
-def revoke_key(prefix: str) -> Plan[KeyInfo]:
-    """Revoke a key of the caller's tenant by its prefix (``ml_<prefix>``)."""
-    reply = yield Request("DELETE", f"/admin/keys/{segment(prefix)}")
-    return reply.parse(TypeAdapter(KeyInfo))

@@ -14,7 +14,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import httpx
 
-from memlane.client import plans
+from memlane.client import plans, plans_more
 from memlane.client.wire import Plan, Reply, Request, ServerUnavailableError, error_of
 
 P = ParamSpec("P")
@@ -122,11 +122,11 @@ class Client:
     update = _sync(plans.update)
     delete = _sync(plans.delete)
     delete_all = _sync(plans.delete_all)
-    graph = _sync(plans.graph)
-    relations = _sync(plans.relations)
-    routines = _sync(plans.routines)
-    archive = _sync(plans.archive)
-    restore = _sync(plans.restore)
+    graph = _sync(plans_more.graph)
+    relations = _sync(plans_more.relations)
+    routines = _sync(plans_more.routines)
+    archive = _sync(plans_more.archive)
+    restore = _sync(plans_more.restore)
     export = _sync(plans.export)
     import_ = _sync(plans.import_)
     stats = _sync(plans.stats)
@@ -134,9 +134,13 @@ class Client:
     jobs = _sync(plans.jobs)
     job_result = _sync(plans.job_result)
     wait = _sync(plans.wait)
-    create_key = _sync(plans.create_key)
-    list_keys = _sync(plans.list_keys)
-    revoke_key = _sync(plans.revoke_key)
+    forget = _sync(plans_more.forget)
+    merge_entities = _sync(plans_more.merge_entities)
+    split_entity = _sync(plans_more.split_entity)
+    retry_jobs = _sync(plans_more.retry_jobs)
+    create_key = _sync(plans_more.create_key)
+    list_keys = _sync(plans_more.list_keys)
+    revoke_key = _sync(plans_more.revoke_key)
 
 
 class AsyncClient:
@@ -190,11 +194,11 @@ class AsyncClient:
     update = _async(plans.update)
     delete = _async(plans.delete)
     delete_all = _async(plans.delete_all)
-    graph = _async(plans.graph)
-    relations = _async(plans.relations)
-    routines = _async(plans.routines)
-    archive = _async(plans.archive)
-    restore = _async(plans.restore)
+    graph = _async(plans_more.graph)
+    relations = _async(plans_more.relations)
+    routines = _async(plans_more.routines)
+    archive = _async(plans_more.archive)
+    restore = _async(plans_more.restore)
     export = _async(plans.export)
     import_ = _async(plans.import_)
     stats = _async(plans.stats)
@@ -202,6 +206,10 @@ class AsyncClient:
     jobs = _async(plans.jobs)
     job_result = _async(plans.job_result)
     wait = _async(plans.wait)
-    create_key = _async(plans.create_key)
-    list_keys = _async(plans.list_keys)
-    revoke_key = _async(plans.revoke_key)
+    forget = _async(plans_more.forget)
+    merge_entities = _async(plans_more.merge_entities)
+    split_entity = _async(plans_more.split_entity)
+    retry_jobs = _async(plans_more.retry_jobs)
+    create_key = _async(plans_more.create_key)
+    list_keys = _async(plans_more.list_keys)
+    revoke_key = _async(plans_more.revoke_key)

@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from memlane.server.routes import admin, library
+from memlane.server.routes import admin, library, maintenance
 
 #: The operation id of each route whose handler's name is not already the id wanted (FastAPI's default id,
 #: e.g. ``list__v1_memories_get``, changes whenever a path does, and reads badly as a method name).
@@ -34,6 +34,7 @@ OPERATION_IDS: dict[str, str] = {
     "relations": "list_relations",
     "routines": "detect_routines",
     "job_result": "get_job_result",
+    "forget": "forget_memories",
 }
 
 TAGS: list[dict[str, Any]] = [
@@ -57,6 +58,7 @@ def operation_id(route: APIRoute) -> str:
 def register(app: FastAPI) -> None:
     """Add the route modules to ``app``."""
     app.include_router(library.router)
+    app.include_router(maintenance.router)
     app.include_router(admin.router)
 
 

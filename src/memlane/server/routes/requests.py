@@ -55,6 +55,42 @@ class RestoreRequest(_Strict):
     user_id: UserId
 
 
+class ForgetRequest(_Strict):
+    """``POST /v1/forget``: enforce capacity for one user now."""
+
+    user_id: UserId
+    hard: bool = Field(default=False, description="destroy the evicted memories instead of archiving them")
+
+
+class MergeRequest(_Strict):
+    """``POST /v1/entities/merge``: two names (or aliases) of the same entity."""
+
+    user_id: UserId
+    source: Annotated[str, Field(min_length=1, max_length=256)]
+    target: Annotated[str, Field(min_length=1, max_length=256)]
+
+
+class SplitRequest(_Strict):
+    """``POST /v1/entities/split``: the memories that name another entity than the one they were read as."""
+
+    user_id: UserId
+    entity: Annotated[str, Field(min_length=1, max_length=256)]
+    new_name: Annotated[str, Field(min_length=1, max_length=256)]
+    memory_ids: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(min_length=1, max_length=1000)
+
+
+class RetryRequest(_Strict):
+    """``POST /v1/jobs/retry``: whose failed jobs to queue again."""
+
+    user_id: UserId
+
+
+class Counted(BaseModel):
+    """How many memories (or jobs) a call changed."""
+
+    count: int
+
+
 class KeyRequest(_Strict):
     """``POST /admin/keys``: a new key of the caller's tenant."""
 
