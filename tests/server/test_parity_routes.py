@@ -167,3 +167,12 @@ def test_maintenance_routes(api):
         api.client.post("/v1/entities/merge", json={**unknown, "source": "Denver"}, headers=api.h("globex")).status_code
         == 404
     )
+
+
+def test_each_operation_documents_its_own_errors(api):
+    doc = api.client.get("/openapi.json").json()
+    responses = {op["operationId"]: set(op["responses"]) for ops in doc["paths"].values() for op in ops.values()}
+    assert not responses["health"] & {"401", "403", "429", "503"}
+    assert {"401", "403", "404"} <= responses["get_memory"] and "409" not in responses["get_memory"]
+    assert "404" not in responses["search"] and "409" in responses["search"]
+    assert "504" not in set().union(*responses.values())

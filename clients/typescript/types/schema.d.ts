@@ -1731,24 +1731,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -1778,15 +1760,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1846,24 +1819,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -1893,15 +1848,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1956,24 +1902,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -1994,15 +1922,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2061,24 +1980,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -2108,15 +2009,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2182,15 +2074,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -2227,15 +2110,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description a job did not finish in time */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
         };
     };
     health: {
@@ -2265,71 +2139,8 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no key, an unknown key or a revoked key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the key lacks the scope this route needs */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description rate limit of this key exceeded; see Retry-After */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description server busy or store unavailable; see Retry-After */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2385,24 +2196,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -2414,24 +2207,6 @@ export interface operations {
             };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description server busy or store unavailable; see Retry-After */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2468,53 +2243,8 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no key, an unknown key or a revoked key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the key lacks the scope this route needs */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description rate limit of this key exceeded; see Retry-After */
-            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2529,15 +2259,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Ready"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2592,24 +2313,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -2639,15 +2342,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2762,15 +2456,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description a job did not finish in time */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
         };
     };
     ask: {
@@ -2822,15 +2507,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description the store was indexed with another embedder */
             409: {
                 headers: {
@@ -2869,15 +2545,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2936,15 +2603,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description the store was indexed with another embedder */
             409: {
                 headers: {
@@ -2983,15 +2641,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3059,15 +2708,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -3097,15 +2737,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3173,15 +2804,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -3211,15 +2833,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3277,24 +2890,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -3324,15 +2919,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3443,15 +3029,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description a job did not finish in time */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
         };
     };
     forget_memories: {
@@ -3503,24 +3080,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -3550,15 +3109,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3628,15 +3178,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -3666,15 +3207,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3735,15 +3267,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description the store was indexed with another embedder */
             409: {
                 headers: {
@@ -3782,15 +3305,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3850,24 +3364,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -3897,15 +3393,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3964,24 +3451,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -4011,15 +3480,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4088,15 +3548,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -4126,15 +3577,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4200,15 +3642,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -4238,15 +3671,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4307,24 +3731,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -4354,15 +3760,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4430,15 +3827,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description the store was indexed with another embedder */
             409: {
                 headers: {
@@ -4477,15 +3865,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4543,24 +3922,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -4590,15 +3951,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4667,15 +4019,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -4705,15 +4048,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4782,15 +4116,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -4820,15 +4145,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4943,15 +4259,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description a job did not finish in time */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
         };
     };
     get_history: {
@@ -5013,15 +4320,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -5051,15 +4349,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5172,15 +4461,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description a job did not finish in time */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
         };
     };
     list_relations: {
@@ -5242,15 +4522,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -5280,15 +4551,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5347,15 +4609,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description the store was indexed with another embedder */
             409: {
                 headers: {
@@ -5394,15 +4647,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5461,15 +4705,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description the store was indexed with another embedder */
             409: {
                 headers: {
@@ -5508,15 +4743,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5574,24 +4800,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no such memory or job for this user in this tenant */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the store was indexed with another embedder */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
             /** @description request body over the size limit */
             413: {
                 headers: {
@@ -5621,15 +4829,6 @@ export interface operations {
             };
             /** @description server busy or store unavailable; see Retry-After */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description a job did not finish in time */
-            504: {
                 headers: {
                     [name: string]: unknown;
                 };

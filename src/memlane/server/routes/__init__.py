@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
 from memlane.server.routes import admin, library, maintenance
+from memlane.server.routes.errors import document_errors
 
 #: The operation id of each route whose handler's name is not already the id wanted (FastAPI's default id,
 #: e.g. ``list__v1_memories_get``, changes whenever a path does, and reads badly as a method name).
@@ -56,10 +57,11 @@ def operation_id(route: APIRoute) -> str:
 
 
 def register(app: FastAPI) -> None:
-    """Add the route modules to ``app``."""
+    """Add the route modules to ``app``, then narrow each route's documented errors to its own (call it last)."""
     app.include_router(library.router)
     app.include_router(maintenance.router)
     app.include_router(admin.router)
+    document_errors(app)
 
 
 __all__ = ["OPERATION_IDS", "SERVERS", "TAGS", "operation_id", "register"]
