@@ -19,7 +19,14 @@ from pydantic import BaseModel, TypeAdapter
 
 from memlane import Config, Memory
 from memlane.client import AsyncClient, Client
-from memlane.errors import MemlaneError
+from memlane.errors import (
+    EmbedderMismatchError,
+    JobTimeoutError,
+    MemlaneError,
+    NotFoundError,
+    StoreError,
+    ValidationError,
+)
 from tests.client.conftest import Served
 
 #: Wall-clock times of the run (when stored, accessed, flagged, archived): everything else must agree.
@@ -41,6 +48,16 @@ def plain(value: Any) -> Any:
     return TypeAdapter(type(value)).dump_python(value, mode="json") if value is not None else None
 
 
+def rest_class(exc: MemlaneError) -> str:
+    """The error's class as far as an HTTP status can carry it: a subclass (``UnknownFilterError``) arrives as the
+    class its status stands for (``ValidationError``).
+    """
+    for cls in type(exc).__mro__:
+        if cls in (ValidationError, NotFoundError, EmbedderMismatchError, JobTimeoutError, StoreError):
+            return cls.__name__
+    return type(exc).__name__
+
+
 def scenario(call: Call) -> Iterator[tuple[str, Any]]:
     """The steps, each yielding ``(label, result)``; an error is recorded as its class name."""
 
@@ -48,7 +65,7 @@ def scenario(call: Call) -> Iterator[tuple[str, Any]]:
         try:
             result = call(method, *args, **kwargs)
         except MemlaneError as exc:
-            return label, f"error {type(exc).__name__}"
+            return label, f"error {rest_class(exc)}"
         return label, result
 
     added = call("add", TURNS, user_id="ana", session_id="s1")
@@ -70,6 +87,9 @@ def scenario(call: Call) -> Iterator[tuple[str, Any]]:
     yield step("get", "get", first, user_id="ana")
     yield step("list", "list", user_id="ana", limit=50)
     yield step("list by session", "list", user_id="ana", filters={"session_id": "s1"})
+    yield step("list facts", "list", user_id="ana", filters={"kind": ["fact", "preference"]})
+    yield step("list since", "list", user_id="ana", filters={"since": "2024-03-02T00:00:00Z", "role": "user"}, limit=2)
+    yield step("list unknown filter", "list", user_id="ana", filters={"colour": "red"})
     yield step("update", "update", first, user_id="ana", text="My sister Mel moved to Boulder.", importance=0.9)
     yield step("history", "history", first, user_id="ana")
     yield step("feedback", "feedback", hits[0], useful=True)

@@ -200,6 +200,7 @@ ROUTES: list[tuple[str, str, dict[str, Any], str]] = [
     ("GET", "/v1/archive", {"params": {"user_id": "ana"}}, "read"),
     ("POST", f"/v1/archive/{MID}/restore", {"json": {"user_id": "ana"}}, "write"),
     ("GET", f"/v1/jobs/{MID}/result", {}, "read"),
+    ("POST", "/v1/memories/query", {"json": {"user_id": "ana", "filters": {"kind": "fact"}}}, "read"),
     ("POST", "/v1/forget", {"json": {"user_id": "ana"}}, "write"),
     ("POST", "/v1/entities/merge", {"json": {"user_id": "ana", "source": "a", "target": "b"}}, "write"),
     (

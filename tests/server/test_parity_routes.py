@@ -149,6 +149,19 @@ def test_every_operation_has_a_stable_snake_case_id_and_a_declared_tag(api):
     assert doc["servers"] and doc["servers"][0]["url"] == "/"
 
 
+def test_query_memories_takes_the_librarys_filters(api):
+    queued(api)
+    h = api.h("acme_read")
+    facts = api.client.post("/v1/memories/query", json={"user_id": "ana", "filters": {"kind": "fact"}}, headers=h)
+    assert facts.status_code == 200, facts.text
+    want = api.memory.list(user_id="ana", tenant="acme", filters={"kind": "fact"})
+    assert [m["id"] for m in facts.json()] == [m.id for m in want] and want
+    bad = api.client.post("/v1/memories/query", json={"user_id": "ana", "filters": {"colour": "red"}}, headers=h)
+    assert bad.status_code == 400 and "colour" in bad.json()["detail"]
+    other = api.client.post("/v1/memories/query", json={"user_id": "ana"}, headers=api.h("globex"))
+    assert other.json() == []
+
+
 def test_maintenance_routes(api):
     queued(api)
     h = api.h("acme")

@@ -58,3 +58,14 @@ def test_request_body_and_path_segments():
     assert segment("a/b c") == "a%2Fb%20c"
     with pytest.raises(ValidationError):
         segment("")
+
+
+def test_the_client_does_not_need_the_server_extra():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, memlane.client; print(sorted(m for m in ('fastapi', 'starlette', 'uvicorn') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

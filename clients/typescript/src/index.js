@@ -136,6 +136,10 @@ export class MemlaneClient {
   /** @param {Query<"list_memories">} query @returns {Promise<Result<"list_memories">>} */
   listMemories(query) { return this.#json("GET", "/v1/memories", { query }); }
 
+  /** A user's memories matching any of the library's filters (kind, role, speaker, since, until, metadata, ...).
+   * @param {Body<"query_memories">} body @returns {Promise<Result<"query_memories">>} */
+  queryMemories(body) { return this.#json("POST", "/v1/memories/query", { json: body }); }
+
   /** @param {string} memoryId @param {Body<"update_memory">} body @returns {Promise<Result<"update_memory">>} */
   updateMemory(memoryId, body) { return this.#json("PATCH", `/v1/memories/${seg(memoryId)}`, { json: body }); }
 

@@ -48,6 +48,8 @@ test("add, search with explain, context, get, update, history, delete", async ()
   assert.deepEqual(events.slice(0, 2), ["ADD", "UPDATE"]);
   const listed = await client.listMemories({ user_id: "ana", limit: 100 });
   assert.ok(listed.some((m) => m.id === id));
+  const typed = await client.queryMemories({ user_id: "ana", filters: { kind: ["fact", "relation"] } });
+  assert.ok(typed.length > 0 && typed.every((m) => m.kind === "fact" || m.kind === "relation"));
   await client.recordFeedback({ user_id: "ana", memory_id: best.memory.id, query: best.query ?? "", useful: true });
   const gone = await client.deleteMemory(id, { user_id: "ana" });
   assert.equal(gone.deleted?.[0], id);

@@ -69,6 +69,9 @@ export class MemlaneClient {
     getMemory(memoryId: string, query: Query<"get_memory">): Promise<Result<"get_memory">>;
     /** @param {Query<"list_memories">} query @returns {Promise<Result<"list_memories">>} */
     listMemories(query: Query<"list_memories">): Promise<Result<"list_memories">>;
+    /** A user's memories matching any of the library's filters (kind, role, speaker, since, until, metadata, ...).
+     * @param {Body<"query_memories">} body @returns {Promise<Result<"query_memories">>} */
+    queryMemories(body: Body<"query_memories">): Promise<Result<"query_memories">>;
     /** @param {string} memoryId @param {Body<"update_memory">} body @returns {Promise<Result<"update_memory">>} */
     updateMemory(memoryId: string, body: Body<"update_memory">): Promise<Result<"update_memory">>;
     /** @param {string} memoryId @param {Query<"delete_memory">} query @returns {Promise<Result<"delete_memory">>} */

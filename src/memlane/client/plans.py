@@ -226,17 +226,14 @@ def list_(
     offset: int = 0,
     tenant: str | None = None,
 ) -> Plan[list[MemoryItem]]:
-    """``Memory.list``: a user's memories, oldest first (over REST, ``filters`` may name ``session_id`` only)."""
+    """``Memory.list``: a user's memories that match ``filters``, oldest first."""
     no_tenant(tenant)
-    params: dict[str, str | int | float | bool] = {"user_id": required_user(user_id), "limit": limit, "offset": offset}
-    if filters is not None:
-        wanted = _dump(filters)
-        extra = sorted(set(wanted) - {"session_id"})
-        if extra or not isinstance(wanted.get("session_id", ""), str):
-            raise ValidationError(f"over REST, list filters by one session_id only (not {', '.join(extra)})")
-        if "session_id" in wanted:
-            params["session_id"] = wanted["session_id"]
-    reply = yield Request("GET", "/v1/memories", params=params)
+    if filters is None:
+        params: dict[str, str | int | float | bool] = {"user_id": required_user(user_id), "limit": limit}
+        reply = yield Request("GET", "/v1/memories", params={**params, "offset": offset})
+    else:
+        body = {"user_id": required_user(user_id), "filters": _dump(filters), "limit": limit, "offset": offset}
+        reply = yield Request("POST", "/v1/memories/query", body=body)
     return reply.parse(ITEMS)
 
 

@@ -15,7 +15,7 @@ from memlane.graph.neighbourhood import Neighbourhood
 from memlane.graph.types import RelationEdge
 from memlane.models import AddResult, ArchivedMemory, JobResult, MemoryItem
 from memlane.server.routes.deps import Reader, Svc, Writer
-from memlane.server.routes.requests import AskRequest, ObserveRequest, RestoreRequest, RoutinesRequest
+from memlane.server.routes.requests import AskRequest, ObserveRequest, QueryRequest, RestoreRequest, RoutinesRequest
 
 router = APIRouter()
 UserQ = Annotated[str, Query(min_length=1, max_length=256, description="the user within the key's tenant")]
@@ -41,6 +41,22 @@ async def ask(body: AskRequest, who: Reader, svc: Svc) -> Answer:
         ),
         user_id=body.user_id,
         describe=lambda a: f"{a.route}, {len(a.hits)} hits",
+    )
+
+
+@router.post("/v1/memories/query", response_model=list[MemoryItem], tags=["memories"])
+async def query_memories(body: QueryRequest, who: Reader, svc: Svc) -> list[MemoryItem]:
+    """A user's memories that match any of `Memory.list`'s filters (kind, role, speaker, time range, metadata,
+    validity), oldest first.
+    """
+    return await svc.call(
+        who,
+        "list",
+        lambda m: m.list(
+            user_id=body.user_id, filters=body.filters, limit=body.limit, offset=body.offset, tenant=who.tenant
+        ),
+        user_id=body.user_id,
+        describe=lambda r: f"{len(r)} memories",
     )
 
 

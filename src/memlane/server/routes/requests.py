@@ -5,7 +5,7 @@ unknown field), each the arguments of one ``Memory`` call.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +31,17 @@ class AskRequest(_Strict):
     top_k: int = Field(default=10, ge=1, le=1000)
     now: Time | None = Field(default=None, description="anchors relative times ('on Monday'); default: now")
     token_budget: int = Field(default=2000, ge=1, le=1_000_000)
+
+
+class QueryRequest(_Strict):
+    """``POST /v1/memories/query``: the arguments of ``Memory.list`` with any of its filters."""
+
+    user_id: UserId
+    filters: dict[str, Any] = Field(
+        default_factory=dict, description="the fields of Filters: kind, role, speaker, since, until, metadata, ..."
+    )
+    limit: int = Field(default=100, ge=0, le=1000)
+    offset: int = Field(default=0, ge=0, le=10**12)
 
 
 class ObserveRequest(_Strict):
