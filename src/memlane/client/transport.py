@@ -14,7 +14,8 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import httpx
 
-from memlane.client import plans, plans_more
+import memlane.client.plans as plans
+import memlane.client.plans_more as plans_more
 from memlane.client.wire import Plan, Reply, Request, ServerUnavailableError, error_of
 
 P = ParamSpec("P")
