@@ -46,6 +46,7 @@ from memlane.graph.types import RelationClaim, RelationEdge
 from memlane.ids import new_id
 from memlane.lifecycle.access import AccessTally
 from memlane.lifecycle.distill import EXTRACT_JOB, Distiller, typed_hash
+from memlane.lifecycle.job_result import job_result
 from memlane.lifecycle.locks import Leases
 from memlane.lifecycle.routine_store import store_routines
 from memlane.llm.usage import UsageCounter
@@ -60,6 +61,7 @@ from memlane.models import (
     Hit,
     InjectionFlag,
     Job,
+    JobResult,
     JobState,
     MemoryItem,
     MemoryKind,
@@ -517,6 +519,13 @@ class Memory:
         except (ValueError, TypeError):
             raise ValidationError(f"unknown job state {state!r}; one of {[s.value for s in JobState]}") from None
         return unscope_all(self._store.jobs(user_id, wanted, limit))
+
+    def job_result(self, job_id: str, *, tenant: str | None = None) -> JobResult:
+        """A background job of this tenant by its id alone, and the typed memories it wrote (see
+        ``memlane.lifecycle.job_result``); ``NotFoundError`` when the tenant has no such job.
+        """
+        job_id = check_id(job_id, what="job_id", max_chars=self.limits.id_chars)
+        return job_result(self._store, job_id, check_tenant(tenant))
 
     def wait(self, job_id: str, *, user_id: str, timeout: float | None = None, tenant: str | None = None) -> Job:
         """Block until a job is done or failed and return it; ``JobTimeoutError`` after ``timeout`` seconds."""

@@ -290,6 +290,17 @@ class Job(BaseModel):
     )
 
 
+class JobResult(BaseModel):
+    """A background job and the typed memories it wrote (those extracted from the messages it was given, found by
+    their sources; superseded ones included), oldest first.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    job: Job
+    memories: list[MemoryItem] = Field(default_factory=list)
+
+
 class ArchivedMemory(BaseModel):
     """A memory evicted to the archive: out of every index, kept whole, restorable with ``Memory.restore``."""
 

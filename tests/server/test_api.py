@@ -187,13 +187,39 @@ ROUTES: list[tuple[str, str, dict[str, Any], str]] = [
     ("GET", "/metrics", {}, "admin"),
     ("GET", "/admin/audit", {}, "admin"),
     ("GET", "/admin/flagged", {"params": {"user_id": "ana"}}, "admin"),
+    ("POST", "/v1/ask", {"json": {"user_id": "ana", "question": "hi"}}, "read"),
+    ("GET", "/v1/graph", {"params": {"user_id": "ana", "entity": "Mel"}}, "read"),
+    ("GET", "/v1/relations", {"params": {"user_id": "ana"}}, "read"),
+    (
+        "POST",
+        "/v1/observations",
+        {"json": {"user_id": "ana", "observations": [{"caption": "x", "timestamp": 0}]}},
+        "write",
+    ),
+    ("POST", "/v1/routines", {"json": {"user_id": "ana"}}, "write"),
+    ("GET", "/v1/archive", {"params": {"user_id": "ana"}}, "read"),
+    ("POST", f"/v1/archive/{MID}/restore", {"json": {"user_id": "ana"}}, "write"),
+    ("GET", f"/v1/jobs/{MID}/result", {}, "read"),
+    ("POST", "/v1/memories/query", {"json": {"user_id": "ana", "filters": {"kind": "fact"}}}, "read"),
+    ("POST", "/v1/forget", {"json": {"user_id": "ana"}}, "write"),
+    ("POST", "/v1/entities/merge", {"json": {"user_id": "ana", "source": "a", "target": "b"}}, "write"),
+    (
+        "POST",
+        "/v1/entities/split",
+        {"json": {"user_id": "ana", "entity": "a", "new_name": "b", "memory_ids": [MID]}},
+        "write",
+    ),
+    ("POST", "/v1/jobs/retry", {"json": {"user_id": "ana"}}, "write"),
+    ("GET", "/admin/keys", {}, "admin"),
+    ("POST", "/admin/keys", {"json": {"scopes": ["read"]}}, "admin"),
+    ("DELETE", f"/admin/keys/{MID}", {}, "admin"),
 ]
 IDS = [f"{m} {p}" for m, p, _, _ in ROUTES]
 
 
 def test_every_protected_route_is_listed(api):
     served = {
-        (method.upper(), path.replace("{memory_id}", MID).replace("{job_id}", MID))
+        (method.upper(), path.replace("{memory_id}", MID).replace("{job_id}", MID).replace("{prefix}", MID))
         for path, ops in api.client.get("/openapi.json").json()["paths"].items()
         for method in ops
     }
@@ -245,6 +271,8 @@ def test_cross_tenant_reads_and_writes_by_id_are_the_same_404(api):
             ("GET", f"/v1/memories/{ident}/history", {"params": {"user_id": "ana"}}),
             ("POST", "/v1/feedback", {"json": {"user_id": "ana", "memory_id": ident, "query": "q", "useful": True}}),
             ("GET", f"/v1/jobs/{ident}", {"params": {"user_id": "ana"}}),
+            ("GET", f"/v1/jobs/{ident}/result", {}),
+            ("POST", f"/v1/archive/{ident}/restore", {"json": {"user_id": "ana"}}),
         ]
 
     for (method, path, kw), (_, path2, kw2) in zip(attempts(mid), attempts(missing), strict=True):
@@ -252,6 +280,8 @@ def test_cross_tenant_reads_and_writes_by_id_are_the_same_404(api):
         r2 = api.client.request(method, path2, headers=g, **kw2)
         assert (r1.status_code, r1.json()) == (r2.status_code, r2.json()) == (404, {"detail": "not found"}), path
     r1 = api.client.get(f"/v1/jobs/{job_id}", params={"user_id": "ana"}, headers=g)
+    assert (r1.status_code, r1.json()) == (404, {"detail": "not found"})
+    r1 = api.client.get(f"/v1/jobs/{job_id}/result", headers=g)
     assert (r1.status_code, r1.json()) == (404, {"detail": "not found"})
     # the memory is untouched in its own tenant
     r = api.client.get(f"/v1/memories/{mid}", params={"user_id": "ana"}, headers=api.h("acme"))

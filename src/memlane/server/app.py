@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Query, Request, Response
+from fastapi import FastAPI, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from memlane import __version__
 from memlane.answer.context import Context
@@ -21,9 +20,10 @@ from memlane.engine import Memory
 from memlane.errors import MemlaneError, ValidationError
 from memlane.models import AddResult, FlaggedMemory, HistoryEntry, Hit, Job, MemoryItem, Stats
 from memlane.server.admin_store import AdminStore, open_admin_store
-from memlane.server.keys import Scope
 from memlane.server.limits import BodyLimit, InFlightLimit
 from memlane.server.metrics import MetricsMiddleware
+from memlane.server.routes import SERVERS, TAGS, operation_id, register
+from memlane.server.routes.deps import Admin, Reader, Writer
 from memlane.server.schemas import (
     AddRequest,
     AuditLine,
@@ -38,11 +38,10 @@ from memlane.server.schemas import (
     SearchResponse,
     UpdateRequest,
 )
-from memlane.server.service import INSECURE_WARNING, Principal, ServerSettings, Service, public_detail, status_of
+from memlane.server.service import INSECURE_WARNING, ServerSettings, Service, public_detail, status_of
 
 log = logging.getLogger(__name__)
 
-_bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer ml_<prefix>_<secret>`")
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": Problem, "description": text}
     for code, text in (
@@ -65,23 +64,6 @@ class NDJSONResponse(PlainTextResponse):
     """JSON Lines (an export)."""
 
     media_type = NDJSON
-
-
-def _need(scope: Scope) -> Callable[..., Principal]:
-    """A dependency: the caller, holding ``scope`` (401/403/429 otherwise)."""
-
-    def dependency(
-        request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
-    ) -> Principal:
-        svc: Service = request.app.state.service
-        return svc.authenticate(request, creds, scope)
-
-    return dependency
-
-
-Reader = Annotated[Principal, Depends(_need(Scope.READ))]
-Writer = Annotated[Principal, Depends(_need(Scope.WRITE))]
-Admin = Annotated[Principal, Depends(_need(Scope.ADMIN))]
 
 
 def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin: AdminStore | None = None) -> FastAPI:
@@ -114,6 +96,9 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
         summary="Long-term memory for conversational AI: tenants, keys, explained hybrid search.",
         lifespan=lifespan,
         responses=_ERRORS,
+        generate_unique_id_function=operation_id,
+        openapi_tags=TAGS,
+        servers=SERVERS,
     )
     app.state.service = svc
     exempt = frozenset({"/health", "/ready", "/metrics"})
@@ -418,4 +403,5 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
             for e in entries
         ]
 
+    register(app)  # the routes beyond the memories' own (memlane.server.routes)
     return app
