@@ -21,7 +21,7 @@ import numpy as np
 
 from memlane.answer.ask import Answer, Asker
 from memlane.answer.context import Context, assemble
-from memlane.answer.fence import fence as fence_item
+from memlane.answer.fence import MemoryFence
 from memlane.blas import blas_threads
 from memlane.broker import JobRun, RetryPolicy, publisher_for
 from memlane.broker.runner import run_job
@@ -668,7 +668,7 @@ class Memory:
         asker = Asker(
             self._store,
             lambda q, k: self._unflagged(self.search(q, user_id=bare, tenant=tenant, top_k=k), bare, tenant),
-            fence_item,
+            MemoryFence(),  # one nonce per call
             self._extraction.chat,
         )
         answer = asker.ask(question, key, top_k=top_k, now=at, token_budget=token_budget)
@@ -694,7 +694,7 @@ class Memory:
         hits = self.search(query, user_id=user_id, tenant=tenant, top_k=top_k)
         if not include_flagged:
             hits = self._unflagged(hits, user_id, tenant)
-        return assemble(hits, token_budget=token_budget, fence=fence_item)
+        return assemble(hits, token_budget=token_budget, fence=MemoryFence())  # one nonce per call
 
     def _unflagged(self, hits: builtins.list[Hit], user_id: str, tenant: str | None) -> builtins.list[Hit]:
         """``hits`` without the memories flagged as likely prompt injections (kept out of anything sent to a model)."""

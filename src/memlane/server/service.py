@@ -177,8 +177,8 @@ class Service:
                 raise ServerBusyError("server busy: no worker free in time; retry shortly")
             try:
                 result = fn(memory)
-            except MemlaneError as exc:
-                self._audit(who, action, status_of(exc), user_id, target, public_detail(exc))
+            except MemlaneError as exc:  # the kind of error only: its message may quote request values
+                self._audit(who, action, status_of(exc), user_id, target, type(exc).__name__)
                 raise
             self._audit(who, action, 200, user_id, target, describe(result) if describe else "")
             return result
@@ -192,6 +192,9 @@ class Service:
     def _audit(
         self, who: Principal, action: str, status: int, user_id: str | None, target: str | None, detail: str
     ) -> None:
+        """Append an audit line: the action, the ids it names and the outcome; ``detail`` is a count or the kind of
+        error, never a value from the request (the log is append-only: a value written there outlives any erasure).
+        """
         try:
             self.admin.record(
                 key_prefix=who.key,
