@@ -20,6 +20,7 @@ from memlane.config import Config
 from memlane.engine import Memory
 from memlane.errors import MemlaneError, ValidationError
 from memlane.models import AddResult, FlaggedMemory, HistoryEntry, Hit, Job, MemoryItem, Stats
+from memlane.security.hit_flags import flag_hits
 from memlane.server.keys import AdminDB, Scope
 from memlane.server.limits import BodyLimit, InFlightLimit
 from memlane.server.metrics import MetricsMiddleware
@@ -158,10 +159,12 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
 
     @app.post("/v1/search", response_model=SearchResponse, tags=["memories"])
     async def search(body: SearchRequest, who: Reader) -> SearchResponse:
-        """The memories that best answer a query; `explain` keeps each hit's per-dimension breakdown."""
+        """The memories that best answer a query; `explain` keeps each hit's per-dimension breakdown. A memory flagged
+        as a likely prompt injection carries its `flag`: never put its text in a prompt unfenced.
+        """
 
         def run(m: Memory) -> list[Hit]:
-            return m.search(
+            found = m.search(
                 body.query,
                 user_id=body.user_id,
                 top_k=body.top_k,
@@ -169,6 +172,7 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
                 preset_name=body.preset,
                 tenant=who.tenant,
             )
+            return flag_hits(m, found, user_id=body.user_id, tenant=who.tenant)
 
         hits = await svc.call(who, "search", run, user_id=body.user_id, describe=lambda h: f"{len(h)} hits")
         if not body.explain:
