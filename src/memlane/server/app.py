@@ -39,6 +39,8 @@ from memlane.server.schemas import (
     UpdateRequest,
 )
 from memlane.server.service import INSECURE_WARNING, Principal, ServerSettings, Service, public_detail, status_of
+from memlane.server.strict import install as install_strict
+from memlane.server.strict import problem, safe
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +117,7 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
         responses=_ERRORS,
     )
     app.state.service = svc
+    install_strict(app)
     exempt = frozenset({"/health", "/ready", "/metrics"})
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(InFlightLimit, max_inflight=settings.max_inflight, exempt=exempt)
@@ -124,7 +127,9 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
     async def memlane_error(_: Request, exc: MemlaneError) -> JSONResponse:
         status = status_of(exc)
         headers = {"Retry-After": "1"} if status == 503 else None
-        return JSONResponse({"detail": public_detail(exc)}, status_code=status, headers=headers)
+        detail = safe(public_detail(exc))
+        errors: list[dict[str, Any]] = [{"loc": [], "msg": detail, "type": type(exc).__name__}] if status == 400 else []
+        return problem(status, detail, errors, headers)
 
     # -- memories ----------------------------------------------------------------------------------
     @app.post(
@@ -135,7 +140,8 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
     )
     async def add(body: AddRequest, response: Response, who: Writer) -> AddResult:
         """Store messages (all or none) and extract typed memories, or queue that (202) with `async`."""
-        msgs = body.messages if isinstance(body.messages, list) else [body.messages]
+        given = body.messages if isinstance(body.messages, list) else [body.messages]
+        msgs = [m if isinstance(m, str) else m.model_dump(exclude_unset=True) for m in given]
         result = await svc.call(
             who,
             "add",
