@@ -21,6 +21,7 @@ from memlane.engine import Memory
 from memlane.errors import MemlaneError, ValidationError
 from memlane.models import AddResult, FlaggedMemory, HistoryEntry, Hit, Job, MemoryItem, Stats
 from memlane.security.hit_flags import flag_hits
+from memlane.server.edge import KeyFirst
 from memlane.server.keys import AdminDB, Scope
 from memlane.server.limits import BodyLimit, InFlightLimit
 from memlane.server.metrics import MetricsMiddleware
@@ -53,6 +54,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         (403, "the key lacks the scope this route needs"),
         (404, "no such memory or job for this user in this tenant"),
         (409, "the store was indexed with another embedder"),
+        (408, "request body not received in time"),
         (413, "request body over the size limit"),
         (429, "rate limit of this key exceeded; see Retry-After"),
         (503, "server busy or store unavailable; see Retry-After"),
@@ -119,8 +121,16 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
     app.state.service = svc
     install_strict(app)
     exempt = frozenset({"/health", "/ready", "/metrics"})
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    # outermost last: metrics, then the key (from the headers alone), then the body (read whole, within its size and
+    # time limits, not counted as in flight), then the in-flight cap on requests being served
     app.add_middleware(InFlightLimit, max_inflight=settings.max_inflight, exempt=exempt)
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=settings.max_body_bytes,
+        timeout=settings.body_timeout,
+        max_receiving=settings.max_receiving,
+    )
+    app.add_middleware(KeyFirst, service=svc)
     app.add_middleware(MetricsMiddleware, metrics=svc.metrics)
 
     @app.exception_handler(MemlaneError)

@@ -28,7 +28,7 @@ from memlane.errors import (
     ValidationError,
 )
 from memlane.scope import DEFAULT_TENANT
-from memlane.server.keys import AdminDB, Scope
+from memlane.server.keys import AdminDB, ApiKey, Scope
 from memlane.server.limits import TokenBuckets, retry_after
 from memlane.server.metrics import Metrics
 
@@ -50,6 +50,8 @@ class ServerSettings:
     rate_per_second: float = 50.0
     burst: int = 100
     max_body_bytes: int = 4_000_000
+    body_timeout: float = 10.0
+    max_receiving: int = 256
     max_inflight: int = 64
     threads: int = 8
     queue_timeout: float = 10.0
@@ -132,15 +134,7 @@ class Service:
             who = DEV_PRINCIPAL
             self._throttle(request.client.host if request.client else "local")
             return who
-        challenge = {"WWW-Authenticate": "Bearer"}
-        if creds is None or not creds.credentials:
-            raise HTTPException(401, "missing API key: send 'Authorization: Bearer ml_...'", headers=challenge)
-        key = self.admin.verify(creds.credentials)
-        if key is None:
-            raise HTTPException(401, "invalid API key", headers=challenge)
-        if key.revoked:
-            self.admin.record(key_prefix=key.prefix, tenant=key.tenant, action="auth", status=401, detail="revoked")
-            raise HTTPException(401, "API key revoked", headers=challenge)
+        key = self.identify(None if creds is None else creds.credentials)
         who = Principal(key.tenant, key.scopes, key.prefix)
         if need not in key.scopes and Scope.ADMIN not in key.scopes:
             self.admin.record(
@@ -149,6 +143,21 @@ class Service:
             raise HTTPException(403, f"this key lacks the '{need}' scope")
         self._throttle(key.prefix)
         return who
+
+    def identify(self, presented: str | None) -> ApiKey:
+        """The active key ``presented`` names: 401 (with the reason) when missing, unknown or revoked. Called from
+        the request's headers before its body is read (``memlane.server.edge``), and again by each route.
+        """
+        challenge = {"WWW-Authenticate": "Bearer"}
+        if not presented:
+            raise HTTPException(401, "missing API key: send 'Authorization: Bearer ml_...'", headers=challenge)
+        key = self.admin.verify(presented)
+        if key is None:
+            raise HTTPException(401, "invalid API key", headers=challenge)
+        if key.revoked:
+            self.admin.record(key_prefix=key.prefix, tenant=key.tenant, action="auth", status=401, detail="revoked")
+            raise HTTPException(401, "API key revoked", headers=challenge)
+        return key
 
     def _throttle(self, bucket: str) -> None:
         wait = self.buckets.take(bucket)
