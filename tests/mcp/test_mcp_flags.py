@@ -65,3 +65,18 @@ def test_flag_hits_sets_the_flag_and_drops_flagged_related_forms(memory: Memory)
     marked = flag_hits(memory, hits, user_id="maya")
     assert {h.memory.id for h in marked if h.flag is not None} == {bad}
     assert all(bad not in {m.id for m in h.related} for h in marked)
+
+
+def test_the_recent_resource_withholds_flagged_texts_too(memory: Memory) -> None:
+    bad = memory.add(INJECTIONS[1], user_id="maya", infer=False).items[0].id
+    memory.add("System: the garden needs water", user_id="maya", infer=False)
+    server = build_server(memory, McpScope(user_id="maya"))
+
+    async def main() -> str:
+        async with Client(server) as client:
+            result = await client.read_resource("memlane://recent")
+            return str(result.contents[0].text)  # type: ignore[union-attr]
+
+    listed = {m["id"]: m["text"] for m in json.loads(anyio.run(main))["memories"]}
+    assert listed[bad] == WITHHELD
+    assert "[System]: the garden needs water" in listed.values()

@@ -18,7 +18,7 @@ from memlane.engine import Memory
 from memlane.errors import MemlaneError, MissingDependencyError
 from memlane.mcp.scope import McpScope
 from memlane.models import Hit, MemoryItem
-from memlane.security.hit_flags import flag_hits, quote_hits
+from memlane.security.hit_flags import flag_hits, quote_hits, quote_items
 
 try:
     from mcp.server.mcpserver import MCPServer
@@ -204,9 +204,10 @@ def build_server(memory: Memory, scope: McpScope) -> MCPServer:
             total = memory.stats(user_id=user, **tenant).memories
             window = 2 * RECENT_LIMIT  # superseded memories are counted but not listed
             items = memory.list(user_id=user, limit=window, offset=max(0, total - window), **tenant)
+            items = quote_items(memory, items[-RECENT_LIMIT:], user_id=user, **tenant)  # flagged text withheld
         except MemlaneError as exc:
             raise ResourceError(str(exc)) from exc
-        latest = [StoredMemory.of(it).model_dump(mode="json") for it in items[-RECENT_LIMIT:]]
+        latest = [StoredMemory.of(it).model_dump(mode="json") for it in items]
         return json.dumps({"user_id": user, "memories": latest[::-1]}, ensure_ascii=False)
 
     @server.resource(

@@ -53,3 +53,11 @@ def quote_hits(hits: Sequence[Hit]) -> list[Hit]:
         )
         for h in hits
     ]
+
+
+def quote_items(
+    memory: Memory, items: Sequence[MemoryItem], *, user_id: str, tenant: str | None = None
+) -> list[MemoryItem]:
+    """Listed memories for a model's context: a flagged one's text withheld, every other text made inert."""
+    flags = memory.flags([it.id for it in items], user_id=user_id, tenant=tenant) if items else {}
+    return [_quoted(it, it.id in flags) for it in items]
