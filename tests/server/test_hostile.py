@@ -35,6 +35,7 @@ from memlane.server.keys import AdminDB
 ROOT = Path(__file__).resolve().parents[2]
 CLI = "import sys; from memlane.cli import main; sys.argv[0] = 'memlane'; main()"
 BODY_TIMEOUT = 3.0
+HEADER_TIMEOUT = 3.0
 LONE = "\\ud800"
 
 
@@ -69,7 +70,18 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), *[p for p in sys.path if p]])}
     env.update(MEMLANE_HOME=str(home), MEMLANE_INFER="1")
     args = ["--host", "127.0.0.1", "--port", str(port), "--db", str(home / "store.db"), "--embedder", "hash"]
-    args += ["--data-dir", str(home), "--body-timeout", str(BODY_TIMEOUT), "--rate", "2000", "--burst", "4000"]
+    args += [
+        "--data-dir",
+        str(home),
+        "--body-timeout",
+        str(BODY_TIMEOUT),
+        "--header-timeout",
+        str(HEADER_TIMEOUT),
+        "--rate",
+        "2000",
+        "--burst",
+        "4000",
+    ]
     log = (home / "server.log").open("wb")
     proc = subprocess.Popen([sys.executable, "-c", CLI, "serve", *args], env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -161,6 +173,28 @@ def test_a_body_that_never_completes_is_cut_off_at_the_deadline(server: Server) 
     finally:
         sock.close()
     assert BODY_TIMEOUT - 0.5 < time.monotonic() - started < BODY_TIMEOUT + 5
+
+
+def test_headers_sent_a_byte_at_a_time_are_cut_off_at_their_deadline(server: Server) -> None:
+    socks = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(20)]
+    started = time.monotonic()
+    try:
+        for sock in socks:
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        closed_at = None
+        while closed_at is None and time.monotonic() - started < HEADER_TIMEOUT + 5:
+            time.sleep(0.5)
+            try:
+                for sock in socks:  # keep trickling: each byte is less than the keep-alive timeout apart
+                    sock.sendall(b"a")
+            except OSError:
+                closed_at = time.monotonic() - started
+        with _client(server) as c:
+            assert c.get("/health").status_code == 200
+    finally:
+        for sock in socks:
+            sock.close()
+    assert closed_at is not None and HEADER_TIMEOUT - 0.5 < closed_at < HEADER_TIMEOUT + 5
 
 
 # -- 5, 6. surrogates, NaN, coercions, duplicate keys: 400 and the keep-alive connection lives on ---------------------

@@ -121,6 +121,9 @@ def serve(
     keep_alive: Annotated[
         int, typer.Option("--keep-alive", help="Seconds an idle keep-alive connection stays open.")
     ] = 5,
+    header_timeout: Annotated[
+        float, typer.Option("--header-timeout", help="Seconds a request's line and headers may take to arrive.")
+    ] = 10.0,
     threads: Annotated[int, typer.Option("--threads", help="Worker threads running library calls.")] = 8,
     queue_timeout: Annotated[
         float, typer.Option("--queue-timeout", help="Seconds a request may wait for a worker before 503.")
@@ -131,6 +134,7 @@ def serve(
         import uvicorn
 
         from memlane.server import ServerSettings, create_app
+        from memlane.server.protocol import header_timeout_protocol
     except MemlaneError as exc:
         fail(str(exc))
     home = _data_dir(data_dir)
@@ -175,5 +179,6 @@ def serve(
         log_level="info",
         timeout_keep_alive=max(1, keep_alive),
         limit_concurrency=max_connections,
-        h11_max_incomplete_event_size=16 * 1024,  # request line and headers: at most 16 KiB
+        h11_max_incomplete_event_size=16 * 1024,  # request line and headers: at most 16 KiB (the h11 parser)
+        http=header_timeout_protocol(header_timeout),
     )
