@@ -250,7 +250,9 @@ def test_cross_tenant_reads_and_writes_by_id_are_the_same_404(api):
     for (method, path, kw), (_, path2, kw2) in zip(attempts(mid), attempts(missing), strict=True):
         r1 = api.client.request(method, path, headers=g, **kw)
         r2 = api.client.request(method, path2, headers=g, **kw2)
-        assert (r1.status_code, r1.json()) == (r2.status_code, r2.json()) == (404, {"detail": "not found", "errors": []}), path
+        assert (
+            (r1.status_code, r1.json()) == (r2.status_code, r2.json()) == (404, {"detail": "not found", "errors": []})
+        ), path
     r1 = api.client.get(f"/v1/jobs/{job_id}", params={"user_id": "ana"}, headers=g)
     assert (r1.status_code, r1.json()) == (404, {"detail": "not found", "errors": []})
     # the memory is untouched in its own tenant
