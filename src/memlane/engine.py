@@ -21,7 +21,7 @@ import numpy as np
 
 from memlane.answer.ask import Answer, Asker
 from memlane.answer.context import Context, assemble
-from memlane.answer.fence import fence as fence_item
+from memlane.answer.fence import MemoryFence
 from memlane.blas import blas_threads
 from memlane.broker import JobRun, RetryPolicy, publisher_for
 from memlane.broker.runner import run_job
@@ -75,6 +75,7 @@ from memlane.retrieval.search import Retriever
 from memlane.retrieval.tuning import FitResult, LabelledQuery, QueryMatrix, fit, split_groups
 from memlane.scope import DEFAULT_TENANT, check_tenant, in_tenant, scope_key, unscope, unscope_all
 from memlane.security.guard import Guard, Screened, flags_for
+from memlane.security.import_ids import place as place_imported
 from memlane.security.sanitise import Fenced
 from memlane.security.sanitise import fence as fence_hits
 from memlane.security.transfer import EXPORT_FORMAT, ImportLine, read_export, write_export
@@ -676,7 +677,7 @@ class Memory:
         asker = Asker(
             self._store,
             lambda q, k: self._unflagged(self.search(q, user_id=bare, tenant=tenant, top_k=k), bare, tenant),
-            fence_item,
+            MemoryFence(),  # one nonce per call
             self._extraction.chat,
         )
         answer = asker.ask(question, key, top_k=top_k, now=at, token_budget=token_budget)
@@ -702,7 +703,7 @@ class Memory:
         hits = self.search(query, user_id=user_id, tenant=tenant, top_k=top_k)
         if not include_flagged:
             hits = self._unflagged(hits, user_id, tenant)
-        return assemble(hits, token_budget=token_budget, fence=fence_item)
+        return assemble(hits, token_budget=token_budget, fence=MemoryFence())  # one nonce per call
 
     def _unflagged(self, hits: builtins.list[Hit], user_id: str, tenant: str | None) -> builtins.list[Hit]:
         """``hits`` without the memories flagged as likely prompt injections (kept out of anything sent to a model)."""
@@ -906,7 +907,9 @@ class Memory:
     # -- security: flags, fenced context, redacted originals (memlane.security) ----------------------
     def flags(self, memory_ids: Sequence[str], *, user_id: str, tenant: str | None = None) -> dict[str, InjectionFlag]:
         """The injection flags of those of ``memory_ids`` that are flagged, or extracted from a flagged message."""
-        user_id = self._user(user_id, tenant)
+        # counts=False: flags read no usage counts, so the searches' gathered counts are left to be written with the
+        # next call that does (an adapter that flags its search hits must not change what the next search reports)
+        user_id = self._user(user_id, tenant, counts=False)
         ids = [check_id(m, what="memory_ids", max_chars=self.limits.id_chars) for m in memory_ids]
         return flags_for(self._store, user_id, builtins.list(self._store.get_many(user_id, ids).values()))
 
@@ -1182,11 +1185,14 @@ class Memory:
         Every line is checked with the rules of ``add`` (an error names the line and the field). The file's own
         user ids are ignored unless ``keep_user_ids=True`` (an administrator's restore of a whole store), so one
         file cannot write into another user's memory. A memory whose id this user already has is skipped (so
-        re-importing is a no-op); an id that belongs to another user is an error naming the line. Named with a
-        trailing underscore as ``import`` is a keyword.
+        re-importing is a no-op); an id that belongs to another user is an error naming the line, except for a
+        caller bound to a tenant (``tenant`` given, as the REST server always does): its memories get ids derived
+        from the user and the file's id (``memlane.security.import_ids``), so the answer is the same whether the
+        id exists elsewhere or not. Named with a trailing underscore as ``import`` is a keyword.
         """
         self._write_access()  # the searches' counts first, so that what this reads or writes includes them
         check_bool(keep_user_ids, what="keep_user_ids")
+        derive = tenant is not None  # a tenant-bound caller: ids derived, no answer says an id exists elsewhere
         tenant = check_tenant(tenant)
         if keep_user_ids:
             if user_id is not None:
@@ -1198,7 +1204,7 @@ class Memory:
         lines = read_export(source, self.limits)
         for line in lines:
             self._retarget(line.item, target or scope_key(tenant, line.item.user_id))
-        fresh = self._new_only(lines)
+        fresh = place_imported(lines, self._held) if derive else self._new_only(lines)
         items = [line.item for line in fresh]
         for owner in dict.fromkeys(it.user_id for it in items):
             self._screen(owner, [it for it in items if it.user_id == owner])
@@ -1290,6 +1296,9 @@ class Memory:
             have = self._store.get_many(user_id, [line.item.id for line in group])
             fresh.extend(line for line in group if line.item.id not in have)
         return sorted(fresh, key=lambda line: line.lineno)
+
+    def _held(self, user_id: str, ids: Sequence[str]) -> builtins.list[str]:
+        return builtins.list(self._store.get_many(user_id, ids))
 
     def _raise_taken(self, lines: Sequence[ImportLine]) -> None:
         """After a failed import write: an error naming the first line whose id another user's memory holds."""

@@ -178,6 +178,11 @@ class Hit(BaseModel):
             "message a typed memory was distilled from, or typed memories distilled from this message"
         ),
     )
+    flag: InjectionFlag | None = Field(
+        default=None,
+        description="set when the memory is flagged as a likely prompt injection (the adapters fill it in): never "
+        "put its text in a prompt unfenced",
+    )
 
 
 class HistoryEvent(enum.StrEnum):

@@ -30,6 +30,7 @@ from memlane.errors import (
 from tests.client.conftest import Served
 
 #: Wall-clock times of the run (when stored, accessed, flagged, archived): everything else must agree.
+NONCE = re.compile(r"memory-[0-9a-f]{12}")
 CLOCK = {"created_at", "updated_at", "last_accessed", "at", "archived_at", "flagged_at", "not_before"}
 HEX_ID = re.compile(r"\b[0-9a-f]{32}\b")
 Call = Callable[..., Any]
@@ -137,6 +138,7 @@ def transcript(call: Call) -> list[tuple[str, Any]]:
         if isinstance(value, list):
             return [norm(v) for v in value]
         if isinstance(value, str):
+            value = NONCE.sub("memory-<nonce>", value)  # the context fence's tags carry a nonce drawn per call
             return HEX_ID.sub(lambda m: names.setdefault(m.group(0), f"<id {len(names)}>"), value)
         return value
 

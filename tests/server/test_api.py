@@ -245,7 +245,7 @@ def test_auth_failures(api, method, path, kw, scope):
     revoked = api.admin.create_key("acme", "read,write,admin")
     api.admin.revoke(revoked.key.prefix)
     r = c.request(method, path, headers={"Authorization": f"Bearer {revoked.secret}"}, **kw)
-    assert r.status_code == 401 and r.json() == {"detail": "API key revoked"}
+    assert r.status_code == 401 and r.json() == {"detail": "API key revoked", "errors": []}
     wrong = {"read": "write", "write": "read", "admin": "read,write"}[scope]
     weak = api.admin.create_key("acme", wrong)
     r = c.request(method, path, headers={"Authorization": f"Bearer {weak.secret}"}, **kw)
@@ -278,11 +278,13 @@ def test_cross_tenant_reads_and_writes_by_id_are_the_same_404(api):
     for (method, path, kw), (_, path2, kw2) in zip(attempts(mid), attempts(missing), strict=True):
         r1 = api.client.request(method, path, headers=g, **kw)
         r2 = api.client.request(method, path2, headers=g, **kw2)
-        assert (r1.status_code, r1.json()) == (r2.status_code, r2.json()) == (404, {"detail": "not found"}), path
+        assert (
+            (r1.status_code, r1.json()) == (r2.status_code, r2.json()) == (404, {"detail": "not found", "errors": []})
+        ), path
     r1 = api.client.get(f"/v1/jobs/{job_id}", params={"user_id": "ana"}, headers=g)
-    assert (r1.status_code, r1.json()) == (404, {"detail": "not found"})
+    assert (r1.status_code, r1.json()) == (404, {"detail": "not found", "errors": []})
     r1 = api.client.get(f"/v1/jobs/{job_id}/result", headers=g)
-    assert (r1.status_code, r1.json()) == (404, {"detail": "not found"})
+    assert (r1.status_code, r1.json()) == (404, {"detail": "not found", "errors": []})
     # the memory is untouched in its own tenant
     r = api.client.get(f"/v1/memories/{mid}", params={"user_id": "ana"}, headers=api.h("acme"))
     assert r.json()["text"] == "I adopted a beagle called Biscuit"
@@ -356,7 +358,8 @@ def test_validation_errors_are_400_with_a_clear_message_and_nothing_stored(api):
     r = api.client.post("/v1/memories", json={"user_id": "a\x07", "messages": ["hi"]}, headers=api.h("acme"))
     assert r.status_code == 400 and "control characters" in r.json()["detail"]
     r = api.client.post("/v1/search", json={"user_id": "ana", "query": "q", "top_k": 0}, headers=api.h("acme"))
-    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "top_k"]
+    assert r.status_code == 400 and r.json()["errors"][0]["loc"] == ["body", "top_k"]
+    assert r.json()["detail"].startswith("body.top_k: ")
     r = api.client.post("/v1/search", json={"user_id": "ana", "query": "q", "filters": {"x": 1}}, headers=api.h("acme"))
     assert r.status_code == 400 and "x" in r.json()["detail"]
     r = api.client.post("/v1/import", params={"user_id": "ana"}, content=b"\xff", headers=api.h("acme"))

@@ -621,7 +621,8 @@ export interface paths {
         put?: never;
         /**
          * Search
-         * @description The memories that best answer a query; `explain` keeps each hit's per-dimension breakdown.
+         * @description The memories that best answer a query; `explain` keeps each hit's per-dimension breakdown. A memory flagged
+         *     as a likely prompt injection carries its `flag`: never put its text in a prompt unfenced.
          */
         post: operations["search"];
         delete?: never;
@@ -670,7 +671,7 @@ export interface components {
             /** Infer */
             infer?: boolean | null;
             /** Messages */
-            messages: string | components["schemas"]["Message"] | (string | components["schemas"]["Message"])[];
+            messages: string | components["schemas"]["MessageIn"] | (string | components["schemas"]["MessageIn"])[];
             /** Metadata */
             metadata?: {
                 [key: string]: unknown;
@@ -957,11 +958,6 @@ export interface components {
              */
             user_id: string;
         };
-        /** HTTPValidationError */
-        HTTPValidationError: {
-            /** Detail */
-            detail?: components["schemas"]["ValidationError"][];
-        };
         /**
          * Health
          * @description Liveness, and whether authentication is on.
@@ -1016,6 +1012,8 @@ export interface components {
             breakdown?: {
                 [key: string]: components["schemas"]["ScoreBreakdown"];
             };
+            /** @description set when the memory is flagged as a likely prompt injection (the adapters fill it in): never put its text in a prompt unfenced */
+            flag?: components["schemas"]["InjectionFlag"] | null;
             memory: components["schemas"]["MemoryItem"];
             /**
              * Query
@@ -1297,10 +1295,10 @@ export interface components {
             user_id: string;
         };
         /**
-         * Message
-         * @description One conversation turn or observation, in the chat convention (role, content, name).
+         * MessageIn
+         * @description One turn: the fields of ``memlane.Message``.
          */
-        Message: {
+        MessageIn: {
             /** Content */
             content: string;
             /** Metadata */
@@ -1424,11 +1422,25 @@ export interface components {
         Op: "count" | "exists" | "list" | "first" | "last" | "order" | "range";
         /**
          * Problem
-         * @description Every error: a short, clear ``detail``.
+         * @description Every error: a short, clear ``detail``; for invalid input (400) one entry per problem in ``errors``.
          */
         Problem: {
             /** Detail */
             detail: string;
+            /** Errors */
+            errors?: components["schemas"]["ProblemEntry"][];
+        };
+        /**
+         * ProblemEntry
+         * @description One problem of an invalid request: where (``loc``, e.g. ``["body", "top_k"]``), what, and its kind.
+         */
+        ProblemEntry: {
+            /** Loc */
+            loc: (string | number)[];
+            /** Msg */
+            msg: string;
+            /** Type */
+            type: string;
         };
         /**
          * QueryRequest
@@ -1709,19 +1721,6 @@ export interface components {
              */
             user_id: string;
         };
-        /** ValidationError */
-        ValidationError: {
-            /** Context */
-            ctx?: Record<string, never>;
-            /** Input */
-            input?: unknown;
-            /** Location */
-            loc: (string | number)[];
-            /** Message */
-            msg: string;
-            /** Error Type */
-            type: string;
-        };
     };
     responses: never;
     parameters: never;
@@ -1787,15 +1786,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description rate limit of this key exceeded; see Retry-After */
@@ -1875,15 +1865,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description rate limit of this key exceeded; see Retry-After */
@@ -2038,15 +2019,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -2130,15 +2102,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description rate limit of this key exceeded; see Retry-After */
@@ -2371,15 +2334,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -2478,15 +2432,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -2572,15 +2517,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description rate limit of this key exceeded; see Retry-After */
@@ -2670,15 +2606,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -2764,15 +2691,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description rate limit of this key exceeded; see Retry-After */
@@ -2862,15 +2780,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -2946,15 +2855,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description rate limit of this key exceeded; see Retry-After */
@@ -3051,15 +2951,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -3136,15 +3027,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description rate limit of this key exceeded; see Retry-After */
@@ -3236,15 +3118,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -3334,15 +3207,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -3422,15 +3286,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -3507,15 +3362,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description rate limit of this key exceeded; see Retry-After */
@@ -3606,15 +3452,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -3700,15 +3537,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -3787,15 +3615,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description rate limit of this key exceeded; see Retry-After */
@@ -3894,15 +3713,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -3978,15 +3788,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description rate limit of this key exceeded; see Retry-After */
@@ -4065,15 +3866,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description rate limit of this key exceeded; see Retry-After */
@@ -4164,15 +3956,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -4259,15 +4042,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description rate limit of this key exceeded; see Retry-After */
@@ -4368,15 +4142,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -4463,15 +4228,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description rate limit of this key exceeded; see Retry-After */
@@ -4570,15 +4326,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -4665,15 +4412,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description rate limit of this key exceeded; see Retry-After */
@@ -4763,15 +4501,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -4859,15 +4588,6 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -4943,15 +4663,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description rate limit of this key exceeded; see Retry-After */

@@ -26,6 +26,7 @@ from memlane.config import PRESETS, Config
 from memlane.engine import Memory
 from memlane.errors import MemlaneError, ValidationError
 from memlane.models import Hit, MemoryItem, Message
+from memlane.security.hit_flags import flag_hits
 from memlane.security.validation import Limits, check_messages, check_time
 
 app = typer.Typer(
@@ -226,7 +227,12 @@ def _hits_table(hits: list[Hit], explain: bool) -> Table:
         table.add_row(
             str(rank),
             f"{hit.score:.3f}",
-            f"[dim]{when}[/] {who}{show(hit.memory.text)}",
+            f"[dim]{when}[/] {who}{show(hit.memory.text)}"
+            + (
+                f"\n[bold red]flagged: likely prompt injection ({show(', '.join(hit.flag.reasons))})[/]"
+                if hit.flag
+                else ""
+            ),
             "\n".join(parts),
             show(hit.memory.id),
         )
@@ -252,6 +258,7 @@ def search(
         filters = {"session_id": session} if session else None
         try:
             hits = memory.search(query, user_id=user, top_k=top_k, filters=filters, preset_name=preset_name)
+            hits = flag_hits(memory, hits, user_id=user)
         except MemlaneError as exc:
             fail(str(exc))
     if as_json:

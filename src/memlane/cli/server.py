@@ -115,6 +115,21 @@ def serve(
     burst: Annotated[int, typer.Option("--burst", help="Burst size of each key's bucket.")] = 100,
     max_body: Annotated[int, typer.Option("--max-body-bytes", help="Largest request body accepted.")] = 4_000_000,
     max_inflight: Annotated[int, typer.Option("--max-inflight", help="Requests served at once before 503.")] = 64,
+    body_timeout: Annotated[
+        float, typer.Option("--body-timeout", help="Seconds a request body may take to arrive before 408.")
+    ] = 10.0,
+    max_receiving: Annotated[
+        int, typer.Option("--max-receiving", help="Request bodies received at once before 503 (apart from in-flight).")
+    ] = 256,
+    max_connections: Annotated[
+        int, typer.Option("--max-connections", help="Open connections and tasks before the server answers 503.")
+    ] = 2048,
+    keep_alive: Annotated[
+        int, typer.Option("--keep-alive", help="Seconds an idle keep-alive connection stays open.")
+    ] = 5,
+    header_timeout: Annotated[
+        float, typer.Option("--header-timeout", help="Seconds a request's line and headers may take to arrive.")
+    ] = 10.0,
     threads: Annotated[int, typer.Option("--threads", help="Worker threads running library calls.")] = 8,
     queue_timeout: Annotated[
         float, typer.Option("--queue-timeout", help="Seconds a request may wait for a worker before 503.")
@@ -133,6 +148,7 @@ def serve(
         import uvicorn
 
         from memlane.server import ServerSettings, create_app
+        from memlane.server.protocol import header_timeout_protocol
     except MemlaneError as exc:
         fail(str(exc))
     home = _data_dir(data_dir)
@@ -145,6 +161,8 @@ def serve(
         burst=burst,
         max_body_bytes=max_body,
         max_inflight=max_inflight,
+        body_timeout=body_timeout,
+        max_receiving=max_receiving,
         threads=threads,
         queue_timeout=queue_timeout,
         redis_url=redis,
@@ -173,4 +191,13 @@ def serve(
         app = create_app(settings)
     except MemlaneError as exc:
         fail(str(exc))
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="info",
+        timeout_keep_alive=max(1, keep_alive),
+        limit_concurrency=max_connections,
+        h11_max_incomplete_event_size=16 * 1024,  # request line and headers: at most 16 KiB (the h11 parser)
+        http=header_timeout_protocol(header_timeout),
+    )

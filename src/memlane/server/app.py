@@ -19,7 +19,9 @@ from memlane.config import Config
 from memlane.engine import Memory
 from memlane.errors import MemlaneError, ValidationError
 from memlane.models import AddResult, FlaggedMemory, HistoryEntry, Hit, Job, MemoryItem, Stats
+from memlane.security.hit_flags import flag_hits
 from memlane.server.admin_store import AdminStore, open_admin_store
+from memlane.server.edge import KeyFirst
 from memlane.server.limits import BodyLimit, InFlightLimit
 from memlane.server.metrics import MetricsMiddleware
 from memlane.server.routes import SERVERS, TAGS, operation_id, register
@@ -39,6 +41,8 @@ from memlane.server.schemas import (
     UpdateRequest,
 )
 from memlane.server.service import INSECURE_WARNING, ServerSettings, Service, public_detail, status_of
+from memlane.server.strict import install as install_strict
+from memlane.server.strict import problem, safe
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +54,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         (403, "the key lacks the scope this route needs"),
         (404, "no such memory or job for this user in this tenant"),
         (409, "the store was indexed with another embedder"),
+        (408, "request body not received in time"),
         (413, "request body over the size limit"),
         (429, "rate limit of this key exceeded; see Retry-After"),
         (503, "server busy or store unavailable; see Retry-After"),
@@ -101,16 +106,27 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
         servers=SERVERS,
     )
     app.state.service = svc
+    install_strict(app)
     exempt = frozenset({"/health", "/ready", "/metrics"})
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    # outermost last: metrics, then the key (from the headers alone), then the body (read whole, within its size and
+    # time limits, not counted as in flight), then the in-flight cap on requests being served
     app.add_middleware(InFlightLimit, max_inflight=settings.max_inflight, exempt=exempt)
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=settings.max_body_bytes,
+        timeout=settings.body_timeout,
+        max_receiving=settings.max_receiving,
+    )
+    app.add_middleware(KeyFirst, service=svc)
     app.add_middleware(MetricsMiddleware, metrics=svc.metrics)
 
     @app.exception_handler(MemlaneError)
     async def memlane_error(_: Request, exc: MemlaneError) -> JSONResponse:
         status = status_of(exc)
         headers = {"Retry-After": "1"} if status == 503 else None
-        return JSONResponse({"detail": public_detail(exc)}, status_code=status, headers=headers)
+        detail = safe(public_detail(exc))
+        errors: list[dict[str, Any]] = [{"loc": [], "msg": detail, "type": type(exc).__name__}] if status == 400 else []
+        return problem(status, detail, errors, headers)
 
     # -- memories ----------------------------------------------------------------------------------
     @app.post(
@@ -121,7 +137,8 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
     )
     async def add(body: AddRequest, response: Response, who: Writer) -> AddResult:
         """Store messages (all or none) and extract typed memories, or queue that (202) with `async`."""
-        msgs = body.messages if isinstance(body.messages, list) else [body.messages]
+        given = body.messages if isinstance(body.messages, list) else [body.messages]
+        msgs = [m if isinstance(m, str) else m.model_dump(exclude_unset=True) for m in given]
         result = await svc.call(
             who,
             "add",
@@ -145,10 +162,12 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
 
     @app.post("/v1/search", response_model=SearchResponse, tags=["memories"])
     async def search(body: SearchRequest, who: Reader) -> SearchResponse:
-        """The memories that best answer a query; `explain` keeps each hit's per-dimension breakdown."""
+        """The memories that best answer a query; `explain` keeps each hit's per-dimension breakdown. A memory flagged
+        as a likely prompt injection carries its `flag`: never put its text in a prompt unfenced.
+        """
 
         def run(m: Memory) -> list[Hit]:
-            return m.search(
+            found = m.search(
                 body.query,
                 user_id=body.user_id,
                 top_k=body.top_k,
@@ -156,6 +175,7 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
                 preset_name=body.preset,
                 tenant=who.tenant,
             )
+            return flag_hits(m, found, user_id=body.user_id, tenant=who.tenant)
 
         hits = await svc.call(who, "search", run, user_id=body.user_id, describe=lambda h: f"{len(h)} hits")
         if not body.explain:
