@@ -50,21 +50,13 @@ class Choice:
 
 
 def train(data: Path, locomo: Path | None, out: Path = SHIPPED) -> tuple[ClassifierModel, list[Choice]]:
-    """Fit the n-gram classifier and the embedding head on every training source, the stacker and thresholds on
-    leave-one-source-out scores inside them (``injection_loso.fit_model``), and write both files beside ``out``.
-    ``locomo`` is not read: it is never fitted on.
+    """Refused: the shipped detector's stacker, thresholds and head come from the leave-one-source-out folds, so
+    it is trained by ``memlane bench injection --loso --train`` (``injection_report.run_loso``).
     """
-    from memlane.bench.injection_data import SOURCES, load_sources
-    from memlane.bench.injection_loso import Trainer, fit_model
-    from memlane.bench.injection_report import cached_embed, ship
-
-    identity, embed = cached_embed(None)
-    model = fit_model(Trainer(embed), load_sources(data), list(SOURCES))
-    ngram, head = ship(model, identity, out.parent)
-    return ngram, [
-        Choice(0.0, head.threshold, math.nan, math.nan),
-        Choice(0.0, head.plain_threshold, math.nan, math.nan),
-    ]
+    raise ValueError(
+        "train the detector with `memlane bench injection --loso --train`: its threshold and embedding "
+        "head are chosen on the leave-one-source-out folds"
+    )
 
 
 # -- evaluation ----------------------------------------------------------------------------------------------

@@ -204,9 +204,15 @@ def fit_stacker(scores: Scores, labels: npt.NDArray[np.int64], sources: Sequence
     for src, y in zip(sources, labels.tolist(), strict=True):
         cells[(src, y)] = cells.get((src, y), 0) + 1
     w = np.array([1.0 / cells[(src, y)] for src, y in zip(sources, labels.tolist(), strict=True)])
+    w = w * len(w) / w.sum()
     lr = LogisticRegression(C=1.0, max_iter=2000, random_state=0)
-    lr.fit(x, labels, sample_weight=w * len(w) / w.sum())
-    return Stacker(lr.coef_[0].astype(np.float64), float(lr.intercept_[0]))
+    lr.fit(x, labels, sample_weight=w)
+    coef = lr.coef_[0].astype(np.float64)
+    if coef[1] > 0:  # the window count may only discount a long text's highest window, never reward length
+        rest = [i for i in range(x.shape[1]) if i != 1]
+        lr.fit(x[:, rest], labels, sample_weight=w)
+        coef = np.insert(lr.coef_[0].astype(np.float64), 1, 0.0)
+    return Stacker(coef, float(lr.intercept_[0]))
 
 
 def choose_threshold(scores: F64, labels: npt.NDArray[np.int64], sources: Sequence[str]) -> float:

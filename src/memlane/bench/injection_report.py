@@ -53,9 +53,12 @@ def cached_embed(spec: str | None, cache_dir: Path | None = None) -> tuple[str, 
     return identity, embed
 
 
-def ship(model: Model, identity: str, out_dir: Path | None = SHIPPED_DIR) -> tuple[ClassifierModel, DetectorHead]:
+def ship(
+    model: Model, identity: str, out_dir: Path | None = SHIPPED_DIR, *, enable: bool = True
+) -> tuple[ClassifierModel, DetectorHead]:
     """The n-gram classifier and the head (with both stackers and thresholds) fitted on every source, written to
-    ``out_dir`` unless it is ``None``.
+    ``out_dir`` unless it is ``None``; the head is enabled for the embedder ``identity`` only with ``enable``
+    (otherwise it ships for the record, and every embedder takes the path without it).
     """
     info = (
         "logistic regression over hashed n-grams, stacked with a head over the sentence embedding; fitted on "
@@ -73,7 +76,7 @@ def ship(model: Model, identity: str, out_dir: Path | None = SHIPPED_DIR) -> tup
         model.threshold,
         model.plain_stacker,
         model.plain_threshold,
-        (identity,),
+        (identity,) if enable else (),
     )
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -186,8 +189,18 @@ def run_loso(
     trainer = Trainer(embed)
     rows, final = loso(trainer, by_source, progress)
     seconds = time.perf_counter() - start
-    ngram, head = ship(final, identity, SHIPPED_DIR if write else None)
+    ngram, head = ship(final, identity, SHIPPED_DIR if write else None, enable=head_helps(rows))
     return rows, measure_cost(ngram, head, by_source, trainer), identity, seconds
+
+
+def head_helps(rows: Sequence[FoldResult]) -> bool:
+    """Whether the embedding head earns its place: its path ranks the held-out source better (higher AUC) than
+    the n-gram path for most held-out sources that have both labels.
+    """
+    auc = {(r.source, r.path): r.auc for r in rows if not math.isnan(r.auc)}
+    sources = {s for s, p in auc if p == "embedding" and (s, "n-gram") in auc}
+    better = sum(auc[(s, "embedding")] > auc[(s, "n-gram")] for s in sources)
+    return bool(sources) and better > len(sources) / 2
 
 
 def loso_command(data: Path, locomo: Path | None, write: bool, json_out: Path | None) -> str:
