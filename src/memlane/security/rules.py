@@ -108,8 +108,8 @@ RULES: Final[tuple[Rule, ...]] = (
         cues=_cues(
             "supersede supersedes override overrides replace replaces take takes precedence cancel cancels void voids trump trumps your the"
         ),
-        needs=_needs(
-            "prior|previous|earlier|preceding|above|existing|old|original|former|new|real|true|actual|updated"
+        needs=_needs(  # a verb of the first form, or a noun of the second
+            "supersede|overrid|replace|precedence|cancel|void|trump|directive|instruction|orders|objective|mission|task|purpose|role"
         ),
     ),
     Rule(
