@@ -74,7 +74,7 @@ from memlane.retrieval.rerank import make_reranker
 from memlane.retrieval.search import Retriever
 from memlane.retrieval.tuning import FitResult, LabelledQuery, QueryMatrix, fit, split_groups
 from memlane.scope import DEFAULT_TENANT, check_tenant, in_tenant, scope_key, unscope, unscope_all
-from memlane.security.guard import Guard, Screened, flags_for
+from memlane.security.guard import Guard, Screened, VectorMemo, flags_for
 from memlane.security.import_ids import place as place_imported
 from memlane.security.sanitise import Fenced
 from memlane.security.sanitise import fence as fence_hits
@@ -208,6 +208,7 @@ class Memory:
                 self._embedder = make_embedder(followed, cache_dir=self.config.model_cache)
         self._access = AccessTally()  # searches' access counts, written in batches (memlane.lifecycle.access)
         self._guard = Guard(self.config, chat=self._extraction.chat)  # injection detection and PII redaction
+        self._ahead = VectorMemo()  # vectors embedded for the detector, taken by the write that follows
         self._enricher = Enricher(self._embedder)
         self._retriever = Retriever(
             self._store,
@@ -392,7 +393,19 @@ class Memory:
         """Scan new memories for injection and redact their PII (in place); record flags and sealed originals
         before the memories are written.
         """
-        screened = self._guard.screen(items)
+        # the detector's embedding head reads the vectors the write stores: embedded here, taken by ``_embed``
+        texts = (
+            [index_text(it) for it in items]
+            if self._guard.wants_vectors(self._embedder.identity, self._embedder.dim)
+            else []
+        )
+        if texts:
+            self._check_embedder()
+        vectors = self._embed(texts) if texts else None
+        screened = self._guard.screen(items, vectors)
+        if vectors is not None:  # (a text the redactor changed is embedded again, redacted, by the write)
+            kept = [i for i, it in enumerate(items) if index_text(it) == texts[i]]
+            self._ahead.put([embed_hash(texts[i]) for i in kept], vectors[kept])
         self._guard.record(self._store, user_id, screened)
         return screened
 
@@ -615,6 +628,7 @@ class Memory:
         """Embed with the store's vectors as a cache keyed by the SHA-256 of the exact text."""
         hashes = [embed_hash(t) for t in texts]
         known = self._store.cached_vectors(hashes)
+        known.update(self._ahead.take([h for h in hashes if h not in known]))  # embedded ahead for the detector
         # the distinct texts not embedded yet, each with its key (hashed once)
         pending = list(dict.fromkeys((t, h) for t, h in zip(texts, hashes, strict=True) if h not in known))
         fresh: dict[str, Vectors] = {}

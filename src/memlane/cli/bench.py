@@ -177,12 +177,13 @@ def bench_injection(
         bool, typer.Option("--train", help="First refit the shipped classifier on the train split.")
     ] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the results as JSON.")] = None,
+    loso: Annotated[bool, typer.Option("--loso", help="Leave-one-source-out table (--train: ship its model).")] = False,
 ) -> None:
     """Injection detector: recall and false-positive rate per subset with 95% Wilson intervals, and cost per memory."""
     import json
     import os
 
-    from memlane.bench.injection import as_json, markdown, run
+    from memlane.bench.injection import as_json, loso_command, markdown, run
     from memlane.bench.injection import train as fit
     from memlane.security.detect import CombinedDetector, Detector, RulesDetector
 
@@ -191,6 +192,9 @@ def bench_injection(
     if detector not in ("default", "rules"):
         _fail(f"--detector must be default or rules, got {detector!r}")
     try:
+        if loso:
+            out.print(loso_command(data, locomo, train, json_out), highlight=False, markup=False)
+            return
         if train:
             model, choices = fit(data, locomo)
             for c in choices:
