@@ -10,37 +10,38 @@ import builtins
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Self
+from typing import IO, TYPE_CHECKING, Any, Self
 
-from memlane.answer.ask import Answer
-from memlane.answer.context import Context
-from memlane.broker import JobRun, RetryPolicy
-from memlane.config import Config, RetrievalPreset
-from memlane.embedding import Embedder
-from memlane.graph.neighbourhood import Neighbourhood
-from memlane.llm.usage import UsageCounter
-from memlane.models import (
-    AddResult,
-    ArchivedMemory,
-    Compaction,
-    FlaggedMemory,
-    HistoryEntry,
-    HistoryEvent,
-    Hit,
-    InjectionFlag,
-    Job,
-    JobState,
-    MemoryItem,
-    Stats,
-)
-from memlane.observe import Observation
-from memlane.records.graph import RelationEdge
+from memlane.models import HistoryEvent
+from memlane.records.inputs import FiltersInput, MessagesInput
 from memlane.records.keys import content_hash, index_text, message_hash, normalise_text
-from memlane.retrieval.tuning import FitResult, LabelledQuery
-from memlane.security.sanitise import Fenced
-from memlane.services.assemble import assemble
-from memlane.services.scope import Scope
-from memlane.services.write import FiltersInput, MessagesInput
+
+if TYPE_CHECKING:  # the services, models and stores load when a Memory is made, not when this module is imported
+    from memlane.answer.ask import Answer
+    from memlane.answer.context import Context
+    from memlane.broker import JobRun, RetryPolicy
+    from memlane.config import Config, RetrievalPreset
+    from memlane.embedding import Embedder
+    from memlane.graph.neighbourhood import Neighbourhood
+    from memlane.llm.usage import UsageCounter
+    from memlane.models import (
+        AddResult,
+        ArchivedMemory,
+        Compaction,
+        FlaggedMemory,
+        HistoryEntry,
+        Hit,
+        InjectionFlag,
+        Job,
+        JobState,
+        MemoryItem,
+        Stats,
+    )
+    from memlane.observe import Observation
+    from memlane.records.graph import RelationEdge
+    from memlane.retrieval.tuning import FitResult, LabelledQuery
+    from memlane.security.sanitise import Fenced
+    from memlane.services.scope import Scope
 
 __all__ = ["FiltersInput", "Memory", "MessagesInput", "content_hash", "index_text", "message_hash", "normalise_text"]
 
@@ -61,6 +62,9 @@ class Memory:
         embedder: str | Embedder | None = None,
         config: Config | None = None,
     ) -> None:
+        from memlane.config import Config
+        from memlane.services.assemble import assemble
+
         self.config = config or Config.from_env()
         self._services = services = assemble(path, embedder, self.config)
         core = services.core

@@ -5,9 +5,9 @@ weights from feedback.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from memlane.answer.ask import Answer, Asker, AskStore
 from memlane.answer.context import Context, assemble
@@ -16,7 +16,8 @@ from memlane.blas import blas_threads
 from memlane.config import RetrievalPreset, save_preset
 from memlane.errors import ValidationError
 from memlane.llm.base import ChatModel
-from memlane.models import Filters, Hit, MemoryItem, utcnow
+from memlane.models import Hit, MemoryItem, utcnow
+from memlane.records.inputs import FiltersInput
 from memlane.retrieval.search import Retriever
 from memlane.retrieval.tuning import FitResult, LabelledQuery, QueryMatrix, fit, split_groups
 from memlane.scope import unscope, unscope_all
@@ -34,8 +35,6 @@ from memlane.services.core import Core
 from memlane.services.scope import Scope
 from memlane.services.security import Security
 from memlane.store.base import FeedbackLog, RecordReader, StoreInfo
-
-FiltersInput = Filters | Mapping[str, Any] | None
 
 
 class ReadStore(RecordReader, FeedbackLog, StoreInfo, AskStore, Protocol):

@@ -12,8 +12,9 @@ from typing import Any, Protocol
 from memlane.config import Config
 from memlane.ids import new_id
 from memlane.lifecycle.distill import EXTRACT_JOB, Distiller
-from memlane.models import AddResult, Filters, Job, JobState, MemoryItem, MemoryKind, Message, utcnow
+from memlane.models import AddResult, Job, JobState, MemoryItem, MemoryKind, utcnow
 from memlane.observe import Observation, check_observations, prepare
+from memlane.records.inputs import MessagesInput
 from memlane.records.keys import message_hash, normalise_text
 from memlane.scope import unscope
 from memlane.security.validation import check_bool, check_messages, check_metadata, check_time, optional_id
@@ -24,8 +25,6 @@ from memlane.services.scope import Scope
 from memlane.store.base import EntityIndex, JobQueue, RecordReader
 from memlane.store.outcome import JobFencedError, JobOutcome
 
-MessagesInput = str | Message | Mapping[str, Any] | Sequence[str | Message | Mapping[str, Any]]
-FiltersInput = Filters | Mapping[str, Any] | None
 ObservationsInput = Observation | Mapping[str, Any] | Sequence[Observation | Mapping[str, Any]]
 
 
