@@ -66,7 +66,8 @@ class Memory:
         from memlane.services.assemble import assemble
 
         self.config = config or Config.from_env()
-        self._services = services = assemble(path, embedder, self.config)
+        # jobs run through _handle_job, looked up at each call (a subclass or a test's hook takes effect)
+        self._services = services = assemble(path, embedder, self.config, handle=lambda job: self._handle_job(job))
         core = services.core
         self.limits = core.limits
         # the parts, by the names tests and tools reach for
@@ -97,6 +98,10 @@ class Memory:
     def _insert(self, items: Sequence[MemoryItem], event: HistoryEvent = HistoryEvent.ADD) -> None:
         """Embed, enrich and store ``items`` as the write path does (for tools that write typed memories)."""
         self._services.writes.indexer.insert(items, event)
+
+    def _handle_job(self, job: Job) -> None:
+        """Run one claimed background job in this process (extraction under the user's consolidation lock)."""
+        self._services.handler(job)
 
     def _preset(self, name: object) -> RetrievalPreset:
         """The named retrieval preset (``None``: the configured default)."""

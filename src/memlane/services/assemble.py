@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +15,7 @@ from memlane.errors import StoreError
 from memlane.extraction.factory import Extraction, make_extraction
 from memlane.lifecycle.distill import Distiller
 from memlane.lifecycle.locks import Leases
+from memlane.models import Job
 from memlane.retrieval.rerank import make_reranker
 from memlane.retrieval.search import Retriever
 from memlane.security.guard import Guard
@@ -39,6 +41,7 @@ class Services:
     """Every service over one store, and the parts they share (held here so they can be closed in order)."""
 
     core: Core
+    handler: JobHandler
     extraction: Extraction
     retriever: Retriever
     distiller: Distiller
@@ -63,8 +66,17 @@ class Services:
         self.core.store.close()
 
 
-def assemble(path: str | Path | None, embedder: str | Embedder | None, config: Config) -> Services:
+def assemble(
+    path: str | Path | None,
+    embedder: str | Embedder | None,
+    config: Config,
+    *,
+    handle: Callable[[Job], None] | None = None,
+) -> Services:
     """Open the store at ``path`` (default ``config.default_store``) with ``embedder`` and build the services.
+
+    ``handle`` is what the job worker and ``run_job`` call for a claimed job (default: the services' own
+    ``JobHandler``); the facade passes its ``_handle_job``, so that a job runs through it.
 
     A store indexed with another model than the configured one is opened with that model (when the embedder was
     named, not given as an object), so that its vectors stay comparable.
@@ -107,19 +119,21 @@ def assemble(path: str | Path | None, embedder: str | Embedder | None, config: C
         evict_messages=config.evict_messages,
     )
     handler = JobHandler(core, store, distiller)
+    handle = handler if handle is None else handle
     worker = JobWorker(
         store,
-        handler,
+        handle,
         leases=core.leases,
         ready=core.embedder_ready,
         background=config.background_worker,
         policy=RetryPolicy.from_config(config),
     )
     publisher = publisher_for(config, store.location)  # async jobs go to Celery if set
-    jobs = Jobs(core, store, handler, worker, publisher)
+    jobs = Jobs(core, store, handle, worker, publisher)
     security = Security(core, store, guard)
     services = Services(
         core=core,
+        handler=handler,
         extraction=extraction,
         retriever=retriever,
         distiller=distiller,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from memlane.blas import blas_threads
@@ -57,7 +58,7 @@ class Jobs:
         self,
         core: Core,
         store: JobQueue,
-        handler: JobHandler,
+        handler: Callable[[Job], None],
         worker: JobWorker,
         publisher: Publisher | None,
     ) -> None:
