@@ -11,7 +11,8 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from memlane.cli import memories, upkeep
+import memlane.cli.memories as memories
+import memlane.cli.upkeep as upkeep
 from memlane.cli.bench import bench_app
 from memlane.cli.graph import graph
 from memlane.cli.mcp import mcp_command

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import typer
 
-from memlane.cli import bench_quality, bench_speed
+import memlane.cli.bench_quality as bench_quality
+import memlane.cli.bench_speed as bench_speed
 from memlane.cli.bench_common import command_line as _command
 
 __all__ = ["_command", "bench_app"]  # _command: the command line recorded in results files, by its older name
