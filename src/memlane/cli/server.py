@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from memlane.cli.options import DbOpt
+from memlane.cli.options import DbOpt, env_config
 from memlane.cli.output import OneLineErrors, dump, err, fail, out
-from memlane.config import Config
 from memlane.errors import MemlaneError
 
 if TYPE_CHECKING:  # the server extra may be missing: imported where used
@@ -30,7 +29,7 @@ DataDirOpt = Annotated[
 
 
 def _data_dir(given: Path | None) -> Path:
-    return given if given is not None else Config.from_env().data_dir
+    return given if given is not None else env_config().data_dir
 
 
 def _admin_db(data_dir: Path | None, store: str | None) -> AdminStore:

@@ -15,10 +15,10 @@ import psycopg
 
 import memlane.store.postgres.jobs as jobs_sql
 from memlane.embedding.base import Vectors
-from memlane.enrich.entities import AliasRow, canonical
 from memlane.errors import NotFoundError, StoreError
-from memlane.graph.types import RelationClaim
 from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKind, utcnow
+from memlane.records.entities import AliasRow, canonical
+from memlane.records.graph import RelationClaim
 from memlane.store.alias_tables import AliasTables
 from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.postgres.db import Database

@@ -13,10 +13,10 @@ import numpy as np
 
 import memlane.store.sqlite.jobs as jobs_sql
 from memlane.embedding.base import Vectors
-from memlane.enrich.entities import AliasRow
 from memlane.errors import NotFoundError, StoreError
-from memlane.graph.types import RelationClaim
 from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, Job, MemoryItem, utcnow
+from memlane.records.entities import AliasRow
+from memlane.records.graph import RelationClaim
 from memlane.store.alias_tables import AliasTables
 from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.records import AccessUse, embed_hash
