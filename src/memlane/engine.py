@@ -79,6 +79,7 @@ class Memory:
         self._retriever = services.retriever
         self._distiller = services.distiller
         self._worker = services.worker
+        self._guard = services.writes.indexer.guard
 
     def __enter__(self) -> Self:
         return self

@@ -86,7 +86,7 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "override_everything",
         _rx(
-            r"\b(?:ignore|disregard|forget|override|bypass|discard|scrap|drop|never ?mind|set aside|throw out)\b"
+            r"\b(?:ignore|disregard|forget|override|bypass|discard|scrap|drop|nevermind|never mind|set aside|throw out)\b"
             r"\s+(?:(?:about|of)\s+)?(?:everything|anything|all(?: of)?(?: the| that)?|whatever)\s+(?:(?:that|which) (?:was|is)\s+)?"
             r"(?:above|before (?:this|that|it)|up to (?:now|here|this point)|so far|previously|prior|preceding"
             r"|you (?:were|have been|had been|are) (?:told|given|taught|instructed)|(?:said|written|stated) (?:above|earlier))\b"
@@ -130,9 +130,9 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "override_instructions_fr",
         _rx(
-            r"\b(?:ignore[rsz]?|oublie[rsz]?|ne tiens pas compte|ne tenez pas compte|fais abstraction|faites abstraction)\b"
+            r"\b(?:(?:ignore|ignorer|ignores|ignorez)|(?:oublie|oublier|oublies|oubliez)|ne tiens pas compte|ne tenez pas compte|fais abstraction|faites abstraction)\b"
             r"[^.!?\n]{0,30}?\b(?:les|tes|vos|ces|toutes (?:les|tes|vos|ces))\s+(?:\w+\s+)?"
-            r"(?:instructions|consignes|directives|r[èe]gles|ordres|t[âa]ches)\b|\b(?:ignore[rsz]?|oublie[rsz]?)\s+(?:tout\s+)?ce qui pr[ée]c[èe]de\b"
+            r"(?:instructions|consignes|directives|r[èe]gles|ordres|t[âa]ches)\b|\b(?:(?:ignore|ignorer|ignores|ignorez)|(?:oublie|oublier|oublies|oubliez))\s+(?:tout\s+)?ce qui pr[ée]c[èe]de\b"
             r"|\b(?:à|a) partir de maintenant,? tu (?:es|seras|r[ée]ponds)\b"
         ),
         1.0,
@@ -163,13 +163,13 @@ RULES: Final[tuple[Rule, ...]] = (
             "add include insert append integrate introduce replace remove rearrange mention end start begin write put use"
         ),
         needs=_needs(
-            "your answer|your response|your reply|your output|your summary|your responses|your answers|your replies"
+            "answer|response|reply|replies|output|summary"  # after "your" and any whitespace
         ),
     ),
     Rule(
         "then_hijack",
         _rx(
-            r"\b(?:summari[sz]e|translate|analy[sz]e|answer|read|process|review|check)\b[^.!?\n]{0,60}?"
+            r"\b(?:summarise|summarize|translate|analyse|analyze|answer|read|process|review|check)\b[^.!?\n]{0,60}?"
             r"\b(?:and then|then|after that|afterwards|and also)\b[^.!?\n]{0,30}?"
             r"\b(?:send|forward|e-?mail|post|upload|delete|reveal|print|output|ignore|disregard|tell (?:me|us) (?:your|the) (?:system|secret|password))\b"
         ),
