@@ -26,6 +26,7 @@ from memlane.blas import blas_threads
 from memlane.broker import JobRun, RetryPolicy, publisher_for
 from memlane.broker.runner import run_job
 from memlane.config import Config, RetrievalPreset, save_preset
+from memlane.documents.service import Documents, DocumentsInput
 from memlane.embedding import Embedder, make_embedder, store_spec
 from memlane.embedding.base import Vectors
 from memlane.enrich.aliases import EntityResolver
@@ -385,6 +386,27 @@ class Memory:
         self._extract_now(job, fresh, result)
         return unscope(result)
 
+    def add_documents(
+        self,
+        documents: DocumentsInput,
+        *,
+        user_id: str,
+        agent_id: str | None = None,
+        timestamp: datetime | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tenant: str | None = None,
+    ) -> AddResult:
+        """Store documents or notes (strings, ``Document``s or their dicts) as ``kind=document`` memories, all or none.
+
+        Unlike ``add``, each is a memory of its own: no session, no neighbours, no extraction. A long text is split
+        into passages at paragraph and sentence boundaries within the embedder's window, each embedded; search
+        scores the document by its best passage and names it (``Hit.passage``). A text already stored (same user,
+        agent and normalised text) is returned as stored and listed in ``duplicates``.
+        """
+        return Documents(self).add(
+            documents, user_id=user_id, agent_id=agent_id, timestamp=timestamp, metadata=metadata, tenant=tenant
+        )
+
     def _screen(self, user_id: str, items: Sequence[MemoryItem]) -> Screened:
         """Scan new memories for injection and redact their PII (in place); record flags and sealed originals
         before the memories are written.
@@ -566,7 +588,9 @@ class Memory:
     def restore(self, memory_id: str, *, user_id: str, tenant: str | None = None) -> MemoryItem:
         """Bring an archived memory back into every index (capacity is enforced again at the next add)."""
         user_id, memory_id = self._scoped(user_id, memory_id, tenant=tenant)
-        return unscope(self._store.restore(user_id, memory_id, utcnow()))
+        restored = self._store.restore(user_id, memory_id, utcnow())
+        Documents(self).repassage([restored])  # a document's passages left with it
+        return unscope(restored)
 
     def forget(self, *, user_id: str, hard: bool = False, tenant: str | None = None) -> builtins.list[str]:
         """Enforce ``config.capacity`` now: evict the lowest survival scores to the archive (destroy if ``hard``)."""
@@ -1025,6 +1049,7 @@ class Memory:
             if not any(o.memory_id == memory_id for o in screened.originals):
                 self._store.drop_originals(user_id, [memory_id])
             self._forget_cached_text()  # the replaced text may sit in them
+            Documents(self).repassage([new])  # a document's passages went with its old text
         return unscope(new)
 
     def delete(self, memory_id: str, *, user_id: str, tenant: str | None = None) -> builtins.list[str]:
@@ -1330,6 +1355,7 @@ class Memory:
             batch = self._store.reindex_pending(after, batch_size)
             if not batch:
                 if self._store.reindex_stage({}, identity, dim, final=True):
+                    Documents(self).repassage_missing()  # passages of the old model went at the switch
                     return n
                 after = None  # memories written meanwhile by another process: embed them too
                 continue
@@ -1342,6 +1368,7 @@ class Memory:
             if on_progress is not None:
                 on_progress(len(batch))
             if switched:
+                Documents(self).repassage_missing()  # passages of the old model went at the switch
                 return n
             if last:
                 after = None
