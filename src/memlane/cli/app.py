@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from memlane.cli.bench import bench_app
+from memlane.cli.documents import add_docs
 from memlane.cli.graph import graph
 from memlane.cli.mcp import mcp_command
 from memlane.cli.migrate import migrate_command
@@ -43,6 +44,7 @@ app.command(name="mcp")(mcp_command)
 app.command(name="worker")(worker_command)
 app.command(name="graph")(graph)
 app.command(name="migrate")(migrate_command)
+app.command(name="add-docs")(add_docs)  # memlane.cli.documents
 
 EmbedderOpt = Annotated[
     str | None,

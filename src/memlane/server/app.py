@@ -20,6 +20,7 @@ from memlane.config import Config
 from memlane.engine import Memory
 from memlane.errors import MemlaneError, ValidationError
 from memlane.models import AddResult, FlaggedMemory, HistoryEntry, Hit, Job, MemoryItem, Stats
+from memlane.server.documents import router as documents_router
 from memlane.server.keys import AdminDB, Scope
 from memlane.server.limits import BodyLimit, InFlightLimit
 from memlane.server.metrics import MetricsMiddleware
@@ -416,4 +417,5 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
             for e in entries
         ]
 
+    app.include_router(documents_router)  # POST /v1/documents (memlane.server.documents)
     return app
