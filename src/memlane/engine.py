@@ -1242,6 +1242,7 @@ class Memory:
             except StoreError:
                 self._raise_taken(fresh)
                 raise
+        Documents(self).repassage(items)  # an export holds memories, not their passages
         return len(items)
 
     def _relearn(

@@ -4,9 +4,13 @@ and erased with every derived copy (passages, their vectors, text entries) on de
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
+
 import pytest
 
-from memlane import Document, Filters, Memory, MemoryKind, ValidationError
+from memlane import Config, Document, Filters, Memory, MemoryKind, ValidationError
+from memlane.embedding.fake import HashEmbedder
 from memlane.store.passages import PassageIndex
 
 FILLER = "Routine filler sentence number {i} says little of interest here."
@@ -144,3 +148,42 @@ def test_bad_documents_are_refused_by_name(memory: Memory, documents: object, pr
     with pytest.raises(ValidationError, match=problem):
         memory.add_documents(documents, user_id="ana")  # type: ignore[arg-type]
     assert memory.stats(user_id="ana").memories == 0
+
+
+def test_passages_follow_an_export_and_import(memory: Memory, tmp_path: Path) -> None:
+    memory.add_documents([long_document("okapi", 52)], user_id="ana")
+    before = passages_of(memory, "ana")
+    buf = io.StringIO()
+    assert memory.export(buf, user_id="ana") == 1
+    memory.delete_all(user_id="ana")
+    assert memory.import_(io.StringIO(buf.getvalue()), user_id="ana") == 1
+    assert sorted(passages_of(memory, "ana").values()) == sorted(before.values())
+    hit = memory.search("okapi okapi okapi section", user_id="ana", top_k=1, preset_name="dense")[0]
+    assert hit.memory.kind is MemoryKind.DOCUMENT
+    assert (hit.passage is not None) == supports_passages(memory)
+
+
+def test_reindex_embeds_the_passages_again(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    config = Config(data_dir=tmp_path / "home", embedder="hash", infer=False)
+    with Memory(path, embedder=HashEmbedder(dim=64), config=config) as m:
+        doc = m.add_documents([long_document("okapi", 52)], user_id="ana").items[0].id
+        counts = passages_of(m, "ana")
+    with Memory(path, embedder=HashEmbedder(dim=32), config=config) as m:
+        assert m.reindex() == 1
+        assert passages_of(m, "ana") == counts
+        assert isinstance(m._store, PassageIndex) and m._store.passage_matrix("ana").vectors.shape[1] == 32
+        hit = m.search("okapi okapi okapi section", user_id="ana", top_k=1, preset_name="dense")[0]
+        assert hit.memory.id == doc and hit.passage is not None and hit.passage.index > 0
+
+
+def test_an_evicted_document_comes_back_with_its_passages(tmp_path: Path) -> None:
+    config = Config(data_dir=tmp_path / "home", embedder="hash", infer=False, capacity=1, evict_messages=True)
+    with Memory(tmp_path / "e.db", embedder=HashEmbedder(), config=config) as m:
+        first = m.add_documents([long_document("okapi", 52)], user_id="ana").items[0].id
+        m.add_documents([long_document("ibex", 3)], user_id="ana")
+        evicted = m.forget(user_id="ana")
+        assert len(evicted) == 1 and evicted[0] not in passages_of(m, "ana")
+        m.restore(evicted[0], user_id="ana")
+        assert passages_of(m, "ana")[evicted[0]] > 2
+        assert first in passages_of(m, "ana")
