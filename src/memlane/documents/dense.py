@@ -71,12 +71,12 @@ class PassageDense:
         """Per document (``matrix.firsts`` order): the best passage's cosine and its row."""
         sims = matrix.vectors @ np.asarray(query, dtype=np.float32).reshape(-1)
         best = np.maximum.reduceat(sims, matrix.firsts)
-        # the first row of each group holding the maximum
-        rows = np.repeat(np.arange(len(matrix.firsts)), matrix.counts)
-        hit = sims >= best[rows]
-        first_hit = np.full(len(matrix.firsts), len(sims), dtype=np.int64)
-        np.minimum.at(first_hit, rows[hit], np.flatnonzero(hit))
-        return best, first_hit
+        # the first row of each group holding its maximum: rows are grouped in order, so the first of each run
+        at = np.flatnonzero(sims >= np.repeat(best, matrix.counts))
+        groups = np.repeat(np.arange(len(matrix.firsts)), matrix.counts)[at]
+        starts = np.ones(len(at), dtype=bool)
+        starts[1:] = groups[1:] != groups[:-1]
+        return best, at[starts]
 
     def search(self, user_id: str, query: Vectors, limit: int, filters: Filters) -> dict[str, float]:
         """The ``limit`` best memories by dense score (passages included) that pass ``filters``."""
