@@ -187,3 +187,17 @@ def test_an_evicted_document_comes_back_with_its_passages(tmp_path: Path) -> Non
         m.restore(evicted[0], user_id="ana")
         assert passages_of(m, "ana")[evicted[0]] > 2
         assert first in passages_of(m, "ana")
+
+
+def test_a_passage_match_outside_the_filters_is_not_returned(memory: Memory) -> None:
+    memory.add_documents(
+        [
+            Document(text=long_document("okapi", 52), source="a"),
+            Document(text=long_document("ibex", 52), source="b"),
+        ],
+        user_id="ana",
+    )
+    hits = memory.search("okapi okapi okapi section", user_id="ana", filters={"metadata": {"source": "b"}})
+    assert [h.memory.metadata["source"] for h in hits] == ["b"]
+    hits = memory.search("okapi okapi okapi section", user_id="ana", filters={"kind": "message"})
+    assert hits == []
