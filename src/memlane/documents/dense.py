@@ -83,6 +83,7 @@ class PassageDense:
         found = dict(self._store.vector_search(user_id, query, limit, filters))
         self._last.best = {}
         matrix = self._matrix(user_id)
+        self._last.matrix = (user_id, matrix)  # this search's later scores use it, not another version check
         if matrix is None:
             return found
         best, rows = self._best(matrix, query)
@@ -106,7 +107,8 @@ class PassageDense:
     def scores(self, user_id: str, query: Vectors, memory_ids: Sequence[str]) -> dict[str, float]:
         """The dense score of each of ``memory_ids`` (passages included)."""
         found = self._store.vector_scores(user_id, query, memory_ids)
-        matrix = self._matrix(user_id)
+        held: tuple[str, PassageMatrix | None] | None = getattr(self._last, "matrix", None)
+        matrix = held[1] if held is not None and held[0] == user_id else self._matrix(user_id)
         if matrix is None or not memory_ids:
             return found
         groups = [g for g in (matrix.group_of.get(mid) for mid in memory_ids) if g is not None]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -10,7 +11,8 @@ import psycopg
 
 from memlane.models import MemoryItem, MemoryKind
 from memlane.store.passages import PassageMatrix, PassageVectors
-from memlane.store.postgres.db import Database
+from memlane.store.postgres import hot_feed
+from memlane.store.postgres.db import COMMITS, Database
 from memlane.store.postgres.rows import SELECT_ITEM, run
 from memlane.store.sqlite.rows import row_to_item
 
@@ -50,8 +52,19 @@ class PostgresPassages:
     _db: Database
 
     def passage_version(self, user_id: str) -> int:
+        # As the read model checks its log (hot_feed.FRESH_FOR): asked again only after this process committed, or
+        # that long after the last check, so another process's write is seen within it.
+        checks: dict[str, tuple[int, float, int]] = self.__dict__.setdefault("_passage_checks", {})
+        commits, now = COMMITS.count, time.monotonic()
+        last = checks.get(user_id)
+        if last is not None and last[0] == commits and now - last[1] < hot_feed.FRESH_FOR:
+            return last[2]
         rows = self._db.read("SELECT token FROM passage_versions WHERE user_id = %s", (user_id,), scope=user_id)
-        return int(rows[0][0]) if rows else 0
+        token = int(rows[0][0]) if rows else 0
+        if len(checks) > 4096:
+            checks.clear()
+        checks[user_id] = (commits, now, token)
+        return token
 
     def passage_matrix(self, user_id: str) -> PassageMatrix:
         with self._db.reading(user_id) as c:
