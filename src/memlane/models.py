@@ -220,6 +220,11 @@ class Hit(BaseModel):
         default=None,
         description="for a document split into passages: the passage whose vector gave the dense score",
     )
+    flag: InjectionFlag | None = Field(
+        default=None,
+        description="set when the memory is flagged as a likely prompt injection (the adapters fill it in): never "
+        "put its text in a prompt unfenced",
+    )
 
 
 class HistoryEvent(enum.StrEnum):
@@ -330,6 +335,17 @@ class Job(BaseModel):
         default=None,
         description="until then the queue scan leaves it alone (handed to a broker's worker, or a retry's backoff)",
     )
+
+
+class JobResult(BaseModel):
+    """A background job and the typed memories it wrote (those extracted from the messages it was given, found by
+    their sources; superseded ones included), oldest first.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    job: Job
+    memories: list[MemoryItem] = Field(default_factory=list)
 
 
 class ArchivedMemory(BaseModel):

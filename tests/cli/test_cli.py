@@ -27,7 +27,8 @@ def run(env: dict[str, str], *args: str, input: str | None = None, ok: bool = Tr
 
 def test_add_search_get_list_delete_history(env) -> None:
     out = run(env, "add", "--user", "ana", "I adopted a beagle called Biscuit", "--json").stdout
-    [item] = json.loads(out)
+    item, pet = json.loads(out)  # the message, and the pet it names
+    assert (item["kind"], pet["kind"], pet["text"]) == ("message", "entity", "Biscuit is the user's beagle.")
     run(env, "add", "--user", "ana", "My sister lives in Porto")
     hits = json.loads(run(env, "search", "beagle", "--user", "ana", "--json").stdout)
     assert hits[0]["memory"]["id"] == item["id"]
@@ -38,7 +39,10 @@ def test_add_search_get_list_delete_history(env) -> None:
     listed = json.loads(run(env, "list", "--user", "ana", "--json").stdout)
     said = [m["text"] for m in listed if m["kind"] == "message"]
     assert said == ["I adopted a beagle called Biscuit", "My sister lives in Porto"]
-    assert [m["text"] for m in listed if m["kind"] != "message"] == ["The user's sister lives in Porto."]
+    assert [m["text"] for m in listed if m["kind"] != "message"] == [
+        "Biscuit is the user's beagle.",
+        "The user's sister lives in Porto.",
+    ]
     run(env, "delete", item["id"], "--user", "ana")
     events = json.loads(run(env, "history", item["id"], "--user", "ana").stdout)
     assert [e["event"] for e in events] == ["ADD", "DELETE"]

@@ -188,13 +188,39 @@ ROUTES: list[tuple[str, str, dict[str, Any], str]] = [
     ("GET", "/metrics", {}, "admin"),
     ("GET", "/admin/audit", {}, "admin"),
     ("GET", "/admin/flagged", {"params": {"user_id": "ana"}}, "admin"),
+    ("POST", "/v1/ask", {"json": {"user_id": "ana", "question": "hi"}}, "read"),
+    ("GET", "/v1/graph", {"params": {"user_id": "ana", "entity": "Mel"}}, "read"),
+    ("GET", "/v1/relations", {"params": {"user_id": "ana"}}, "read"),
+    (
+        "POST",
+        "/v1/observations",
+        {"json": {"user_id": "ana", "observations": [{"caption": "x", "timestamp": 0}]}},
+        "write",
+    ),
+    ("POST", "/v1/routines", {"json": {"user_id": "ana"}}, "write"),
+    ("GET", "/v1/archive", {"params": {"user_id": "ana"}}, "read"),
+    ("POST", f"/v1/archive/{MID}/restore", {"json": {"user_id": "ana"}}, "write"),
+    ("GET", f"/v1/jobs/{MID}/result", {}, "read"),
+    ("POST", "/v1/memories/query", {"json": {"user_id": "ana", "filters": {"kind": "fact"}}}, "read"),
+    ("POST", "/v1/forget", {"json": {"user_id": "ana"}}, "write"),
+    ("POST", "/v1/entities/merge", {"json": {"user_id": "ana", "source": "a", "target": "b"}}, "write"),
+    (
+        "POST",
+        "/v1/entities/split",
+        {"json": {"user_id": "ana", "entity": "a", "new_name": "b", "memory_ids": [MID]}},
+        "write",
+    ),
+    ("POST", "/v1/jobs/retry", {"json": {"user_id": "ana"}}, "write"),
+    ("GET", "/admin/keys", {}, "admin"),
+    ("POST", "/admin/keys", {"json": {"scopes": ["read"]}}, "admin"),
+    ("DELETE", f"/admin/keys/{MID}", {}, "admin"),
 ]
 IDS = [f"{m} {p}" for m, p, _, _ in ROUTES]
 
 
 def test_every_protected_route_is_listed(api):
     served = {
-        (method.upper(), path.replace("{memory_id}", MID).replace("{job_id}", MID))
+        (method.upper(), path.replace("{memory_id}", MID).replace("{job_id}", MID).replace("{prefix}", MID))
         for path, ops in api.client.get("/openapi.json").json()["paths"].items()
         for method in ops
     }
@@ -220,7 +246,7 @@ def test_auth_failures(api, method, path, kw, scope):
     revoked = api.admin.create_key("acme", "read,write,admin")
     api.admin.revoke(revoked.key.prefix)
     r = c.request(method, path, headers={"Authorization": f"Bearer {revoked.secret}"}, **kw)
-    assert r.status_code == 401 and r.json() == {"detail": "API key revoked"}
+    assert r.status_code == 401 and r.json() == {"detail": "API key revoked", "errors": []}
     wrong = {"read": "write", "write": "read", "admin": "read,write"}[scope]
     weak = api.admin.create_key("acme", wrong)
     r = c.request(method, path, headers={"Authorization": f"Bearer {weak.secret}"}, **kw)
@@ -246,14 +272,20 @@ def test_cross_tenant_reads_and_writes_by_id_are_the_same_404(api):
             ("GET", f"/v1/memories/{ident}/history", {"params": {"user_id": "ana"}}),
             ("POST", "/v1/feedback", {"json": {"user_id": "ana", "memory_id": ident, "query": "q", "useful": True}}),
             ("GET", f"/v1/jobs/{ident}", {"params": {"user_id": "ana"}}),
+            ("GET", f"/v1/jobs/{ident}/result", {}),
+            ("POST", f"/v1/archive/{ident}/restore", {"json": {"user_id": "ana"}}),
         ]
 
     for (method, path, kw), (_, path2, kw2) in zip(attempts(mid), attempts(missing), strict=True):
         r1 = api.client.request(method, path, headers=g, **kw)
         r2 = api.client.request(method, path2, headers=g, **kw2)
-        assert (r1.status_code, r1.json()) == (r2.status_code, r2.json()) == (404, {"detail": "not found"}), path
+        assert (
+            (r1.status_code, r1.json()) == (r2.status_code, r2.json()) == (404, {"detail": "not found", "errors": []})
+        ), path
     r1 = api.client.get(f"/v1/jobs/{job_id}", params={"user_id": "ana"}, headers=g)
-    assert (r1.status_code, r1.json()) == (404, {"detail": "not found"})
+    assert (r1.status_code, r1.json()) == (404, {"detail": "not found", "errors": []})
+    r1 = api.client.get(f"/v1/jobs/{job_id}/result", headers=g)
+    assert (r1.status_code, r1.json()) == (404, {"detail": "not found", "errors": []})
     # the memory is untouched in its own tenant
     r = api.client.get(f"/v1/memories/{mid}", params={"user_id": "ana"}, headers=api.h("acme"))
     assert r.json()["text"] == "I adopted a beagle called Biscuit"
@@ -327,7 +359,8 @@ def test_validation_errors_are_400_with_a_clear_message_and_nothing_stored(api):
     r = api.client.post("/v1/memories", json={"user_id": "a\x07", "messages": ["hi"]}, headers=api.h("acme"))
     assert r.status_code == 400 and "control characters" in r.json()["detail"]
     r = api.client.post("/v1/search", json={"user_id": "ana", "query": "q", "top_k": 0}, headers=api.h("acme"))
-    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "top_k"]
+    assert r.status_code == 400 and r.json()["errors"][0]["loc"] == ["body", "top_k"]
+    assert r.json()["detail"].startswith("body.top_k: ")
     r = api.client.post("/v1/search", json={"user_id": "ana", "query": "q", "filters": {"x": 1}}, headers=api.h("acme"))
     assert r.status_code == 400 and "x" in r.json()["detail"]
     r = api.client.post("/v1/import", params={"user_id": "ana"}, content=b"\xff", headers=api.h("acme"))

@@ -57,3 +57,46 @@ def test_bench_commands_kept_in_results_never_carry_the_api_key(monkeypatch):
     assert secret not in _command("load") and "--key '$MEMLANE_API_KEY'" in _command("load")
     monkeypatch.setattr("sys.argv", ["/x/bin/memlane", "bench", "load", f"--key={secret}"])
     assert secret not in _command("load")
+
+
+def test_keys_on_a_postgresql_store_live_in_its_database(tmp_path):
+    from memlane.server import open_admin_store
+    from tests.pg_server import postgres_url
+
+    url = postgres_url()
+    r = runner.invoke(app, ["keys", "create", "--tenant", "acme", "--db", url, "--data-dir", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    secret = re.search(r"ml_[0-9a-f]{12}_[0-9a-f]{64}", r.stdout).group(0)
+    assert not (tmp_path / "server.db").exists()
+    shared = open_admin_store(tmp_path / "elsewhere", url)  # another machine's data dir: the same keys
+    try:
+        assert shared.verify(secret).tenant == "acme"
+        listed = json.loads(runner.invoke(app, ["keys", "list", "--db", url]).stdout)
+        assert [k["prefix"] for k in listed] == [secret[:15]]
+        assert runner.invoke(app, ["keys", "revoke", secret[:15], "--db", url]).exit_code == 0
+        assert shared.verify(secret).revoked
+    finally:
+        shared.close()
+    # a SQLite store keeps them in server.db, as before
+    local = tmp_path / "local"
+    r = runner.invoke(app, ["keys", "create", "--db", str(local / "memlane.db"), "--data-dir", str(local)])
+    assert r.exit_code == 0 and (local / "server.db").exists()
+
+
+def test_serve_with_an_unreachable_redis_stops_with_the_reason(tmp_path):
+    from tests.redis_server import free_port
+
+    port = free_port()
+    r = runner.invoke(
+        app,
+        [
+            "serve",
+            "--data-dir",
+            str(tmp_path),
+            "--db",
+            str(tmp_path / "m.db"),
+            "--redis",
+            f"redis://127.0.0.1:{port}/0",
+        ],
+    )
+    assert r.exit_code != 0 and f"cannot reach Redis at redis://127.0.0.1:{port}/0" in r.output

@@ -16,7 +16,8 @@ def test_served_openapi_matches_the_checked_in_copy(api):
         DOC.write_text(text, encoding="utf-8")
     assert DOC.exists(), "docs/openapi.json is missing: run this test with MEMLANE_WRITE_OPENAPI=1"
     assert DOC.read_text(encoding="utf-8") == text, (
-        "docs/openapi.json drifted from the served document: rerun with MEMLANE_WRITE_OPENAPI=1 and commit it"
+        "docs/openapi.json drifted from the served document: rerun with MEMLANE_WRITE_OPENAPI=1 and commit it "
+        "(then `npm run generate` in clients/typescript for the TypeScript client's types)"
     )
 
 

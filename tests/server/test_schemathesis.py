@@ -27,8 +27,8 @@ from memlane import Memory
 from memlane.config import Config
 from memlane.server import AdminDB, ServerSettings, create_app
 
-#: Examples per operation: 18 operations x 70 = 1,260 generated requests by default; MEMLANE_FUZZ_EXAMPLES raises it.
-EXAMPLES = int(os.environ.get("MEMLANE_FUZZ_EXAMPLES", "70"))
+#: Examples per operation: 37 operations x 40 = 1,480 generated requests by default; MEMLANE_FUZZ_EXAMPLES raises it.
+EXAMPLES = int(os.environ.get("MEMLANE_FUZZ_EXAMPLES", "40"))
 
 _tmp = Path(tempfile.mkdtemp(prefix="memlane-fuzz-"))
 _settings = ServerSettings(data_dir=_tmp, rate_per_second=0)

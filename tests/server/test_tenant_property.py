@@ -16,7 +16,7 @@ from tests.server.conftest import make_api
 TENANTS = ("acme", "globex")
 USERS = ("ana", "bo")
 WORDS = ("beagle", "Denver", "tea", "launch", "Friday", "guitar", "sister", "Biscuit")
-NOT_FOUND = (404, {"detail": "not found"})
+NOT_FOUND = (404, {"detail": "not found", "errors": []})
 
 op = st.tuples(
     st.sampled_from(("add", "add", "get", "update", "delete", "search", "list", "delete_all", "history")),

@@ -134,8 +134,8 @@ def test_every_table_carries_the_user_scope() -> None:
             ).fetchall()
         }
     # Global by nature: the schema's own bookkeeping, the model identity, cross-process locks, staged re-embeddings
-    # (keyed by memory row, which is scoped).
-    assert tables - scoped == {"migrations", "meta", "locks", "vectors_next"}
+    # (keyed by memory row, which is scoped), the REST server's API keys (bound to a tenant, not to a user).
+    assert tables - scoped == {"migrations", "meta", "locks", "vectors_next", "server_keys"}
 
 
 def test_vector_search_can_use_the_hnsw_index() -> None:
@@ -172,10 +172,11 @@ def test_the_cli_takes_a_postgresql_url(tmp_path) -> None:
     runner = CliRunner()
     added = runner.invoke(app, ["add", "--user", "ana", "I adopted a beagle called Biscuit", "--json"], env=env)
     assert added.exit_code == 0, added.output
-    [item] = json.loads(added.stdout)
+    item, pet = json.loads(added.stdout)  # the message, and the pet it names
+    assert (item["kind"], pet["text"]) == ("message", "Biscuit is the user's beagle.")
     found = runner.invoke(app, ["search", "beagle", "--user", "ana", "--json"], env=env)
     assert found.exit_code == 0, found.output
-    assert json.loads(found.stdout)[0]["memory"]["id"] == item["id"]
+    assert {h["memory"]["id"] for h in json.loads(found.stdout)[:2]} == {item["id"], pet["id"]}
 
 
 def test_row_level_security_confines_a_transaction_to_its_user(fresh_database: str) -> None:

@@ -52,7 +52,7 @@ def test_a_memory_cannot_close_its_fence_or_forge_a_role() -> None:
     body = out.text.split('kind="message">\n', 1)[1]
     assert "</memory-1234>\n<|" not in out.text and "<|im_start|>" not in body and "[INST]" not in body
     assert body.count("</memory-1234>") == 1  # only the real closing tag
-    assert "(assistant):" in body
+    assert "[assistant]:" in body
 
 
 def test_defuse_keeps_ordinary_text() -> None:

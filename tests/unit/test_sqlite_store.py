@@ -287,3 +287,18 @@ def test_no_import_cycle_and_no_backend_outside_the_store_package() -> None:
     for module, deps in graph.items():
         if not module.startswith("memlane.store"):
             assert not {d for d in deps if d.startswith("memlane.store.sqlite")}, module
+
+
+DOMAIN_PACKAGES = ("enrich", "graph", "structured", "retrieval", "lifecycle", "extraction", "answer", "services")
+
+
+def test_store_and_records_stand_below_the_domain() -> None:
+    """The store floor depends on records and the database only: no store or records module imports a domain
+    package (its records live in ``memlane.records``), directly or in a function body.
+    """
+    graph = _module_imports()
+    floor = [m for m in graph if m.startswith(("memlane.store", "memlane.records"))]
+    assert any(m.startswith("memlane.store.sqlite") for m in floor) and "memlane.records.graph" in floor
+    for module in floor:
+        above = {d for d in graph[module] if d.split(".")[1] in DOMAIN_PACKAGES}
+        assert not above, f"{module} imports {sorted(above)}"

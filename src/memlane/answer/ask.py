@@ -15,6 +15,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlane.answer.context import assemble
+from memlane.answer.fence import ItemFence
 from memlane.answer.llm import Claim, generate, route, to_query, unsupported_claims
 from memlane.enrich.entities import AliasRow
 from memlane.errors import MemlaneError
@@ -82,9 +83,7 @@ Search = Callable[[str, int], list[Hit]]
 class Asker:
     """Answers questions over one store, through ``search`` (the read path) and, when given, a chat model."""
 
-    def __init__(
-        self, store: AskStore, search: Search, fence: Callable[[MemoryItem], str], chat: ChatModel | None
-    ) -> None:
+    def __init__(self, store: AskStore, search: Search, fence: ItemFence, chat: ChatModel | None) -> None:
         self._store = store
         self._search = search
         self._fence = fence

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memlane.answer.fence import PREAMBLE
+from memlane.answer.fence import ItemFence
 from memlane.models import TYPED_KINDS, Hit, MemoryItem
 
 
@@ -31,7 +31,7 @@ def assemble(
     hits: Sequence[Hit],
     *,
     token_budget: int,
-    fence: Callable[[MemoryItem], str],
+    fence: ItemFence,
     extra: Sequence[MemoryItem] = (),
 ) -> Context:
     """Current typed memories (facts, preferences, ...) first, then turns and observations, each group by score;
@@ -47,8 +47,8 @@ def assemble(
             ordered.append(item)
     facts = [m for m in ordered if m.kind in TYPED_KINDS]
     turns = [m for m in ordered if m.kind not in TYPED_KINDS]
-    parts = [PREAMBLE]
-    used = approx_tokens(PREAMBLE)
+    parts = [fence.preamble]
+    used = approx_tokens(fence.preamble)
     kept: list[MemoryItem] = []
     left_out = 0
     for title, group in (("Current facts:", facts), ("Supporting turns and observations:", turns)):

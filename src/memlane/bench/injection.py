@@ -1,34 +1,30 @@
-"""``memlane bench injection``: train the shipped classifier (``--train``) and measure the detector per subset,
-recall and false-positive rate with 95% Wilson intervals, and its cost per memory.
+"""``memlane bench injection``: train the shipped detector (``--train``), measure it per subset (recall and
+false-positive rate with 95% Wilson intervals, and its cost per memory), or leave one source out (``--loso``, in
+``injection_report`` and ``injection_loso``).
 
-Training fits on the train split only; the regularisation and the decision threshold are chosen on the val split;
-the reported table comes from the dev split, which nothing is tuned on.
+The shipped detector is fitted on every row of every training source (``injection_loso``), so the hash-split
+``dev`` and ``val`` tables below read rows it was fitted on: they show the cost per memory and what each subset
+looks like, not an estimate for new data. The estimate is the leave-one-source-out table.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 
 from memlane.bench.injection_data import Sample, Split, load_samples
+from memlane.bench.injection_report import loso_command as loso_command
 from memlane.bench.metrics import percentile
-from memlane.errors import MissingDependencyError
-from memlane.security.classifier import BITS, ClassifierModel, feature_ids, windows
+from memlane.security.classifier import ClassifierModel
 from memlane.security.detect import CombinedDetector, Detector
-from memlane.security.obfuscation import unmask
 
-if TYPE_CHECKING:
-    from scipy.sparse import csr_matrix  # type: ignore[import-untyped]
-
-C_GRID: Final = (1.0, 4.0, 16.0, 64.0)
-FPR_BUDGET: Final = 0.03  # the val false-positive rate the threshold may spend, below the 0.05 target for margin
 SHIPPED: Final = Path(__file__).resolve().parent.parent / "security" / "data" / "injection_model.npz"
 
 
@@ -43,57 +39,9 @@ def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
 
 
 # -- training ------------------------------------------------------------------------------------------------
-def _training_views(sample: Sample) -> list[tuple[str, int]]:
-    """The texts one sample trains on: the whole; for a long document also its windows, an indirect injection's
-    windows labelled 1 only where they hold the inserted attack.
-    """
-    text = unmask(sample.text).text
-    out = [(text, sample.label)]
-    parts = windows(text)
-    if len(parts) > 1 and (sample.label == 0 or sample.attack):
-        marker = unmask(sample.attack).text[:40]
-        out += [(p, int(bool(marker) and marker[:20] in p)) for p in parts]
-    return out
-
-
-def _matrix(texts: Sequence[str]) -> csr_matrix:
-    from scipy.sparse import csr_matrix
-
-    rows, cols = [], []
-    for i, text in enumerate(texts):
-        ids = feature_ids(text)
-        rows.append(np.full(ids.size, i))
-        cols.append(ids)
-    r, c = np.concatenate(rows), np.concatenate(cols)
-    counts = np.bincount(r, minlength=len(texts)).astype(np.float64)
-    data = 1.0 / np.sqrt(np.maximum(counts[r], 1.0))
-    return csr_matrix((data, (r, c)), shape=(len(texts), 1 << BITS))
-
-
-def _fit(samples: Sequence[Sample], c: float) -> ClassifierModel:
-    try:
-        from sklearn.linear_model import LogisticRegression
-    except ImportError as exc:
-        raise MissingDependencyError("training the injection classifier", "bench") from exc
-    per_subset = Counter(s.subset for s in samples)
-    pairs: list[tuple[str, int, float]] = []
-    for s in samples:
-        views = _training_views(s)
-        # every subset weighs the same in total, so the many BIPIA tables do not drown the direct injections
-        weight = len(samples) / (len(per_subset) * per_subset[s.subset] * len(views))
-        pairs += [(text, label, weight) for text, label in views]
-    x = _matrix([t for t, _, _ in pairs])
-    y = np.array([label for _, label, _ in pairs])
-    w = np.array([weight for _, _, weight in pairs])
-    clf = LogisticRegression(C=c, max_iter=2000, solver="liblinear", random_state=0)
-    clf.fit(x, y, sample_weight=w)
-    weights = clf.coef_[0].astype(np.float32)
-    return ClassifierModel(weights, float(clf.intercept_[0]), 0.5, BITS)
-
-
 @dataclass(frozen=True)
 class Choice:
-    """A candidate setting judged on val: its C, threshold, val recall and val false-positive rate."""
+    """A setting tried in training, with the recall and false-positive rate it gave where it was chosen."""
 
     c: float
     threshold: float
@@ -101,48 +49,14 @@ class Choice:
     fpr: float
 
 
-def _threshold(scores: np.ndarray, labels: np.ndarray, subsets: Sequence[str]) -> tuple[float, float, float]:
-    """The lowest threshold keeping the false-positive rate of the benign texts pooled, and of every benign subset
-    of 30 or more texts, within ``FPR_BUDGET``; with the recall and pooled FPR it gives.
-    """
-    benign = labels == 0
-    groups = [np.array([s == name for s in subsets]) & benign for name in sorted(set(subsets))]
-    groups = [g for g in groups if g.sum() >= 30] + [benign]
-    needed = 0.0
-    for g in groups:
-        ranked = np.sort(scores[g])[::-1]
-        allowed = math.floor(FPR_BUDGET * g.sum())
-        needed = max(needed, float(ranked[allowed]) + 1e-6 if allowed < ranked.size else 0.0)
-    t = min(max(needed, 0.05), 1.0)
-    flagged = scores >= t
-    return t, float(flagged[labels == 1].mean()), float(flagged[benign].mean())
-
-
 def train(data: Path, locomo: Path | None, out: Path = SHIPPED) -> tuple[ClassifierModel, list[Choice]]:
-    """Fit on train for each C of ``C_GRID``, pick the C and threshold with the best val recall within the FPR
-    budget, and write the model to ``out``.
+    """Refused: the shipped detector's stacker, thresholds and head come from the leave-one-source-out folds, so
+    it is trained by ``memlane bench injection --loso --train`` (``injection_report.run_loso``).
     """
-    fit_on = load_samples(data, None, ["train"])
-    val = load_samples(data, locomo, ["val"])
-    labels = np.array([s.label for s in val])
-    subsets = [s.subset for s in val]
-    choices: list[tuple[Choice, ClassifierModel]] = []
-    for c in C_GRID:
-        model = _fit(fit_on, c)
-        detector = CombinedDetector(model, threshold=1.0)
-        scores = np.array([detector.score(s.text)[0] for s in val])
-        t, recall, fpr = _threshold(scores, labels, subsets)
-        choices.append((Choice(c, t, recall, fpr), model))
-    best, model = max(choices, key=lambda cm: (cm[0].recall, -cm[0].fpr))
-    info = (
-        f"logistic regression over {1 << BITS} hashed features; C={best.c}; threshold {best.threshold:.4f} "
-        f"chosen on val (recall {best.recall:.3f}, FPR {best.fpr:.3f}); trained on deepset, jailbreak-classification, "
-        "NotInject and BIPIA train splits (see NOTICE.md)"
+    raise ValueError(
+        "train the detector with `memlane bench injection --loso --train`: its threshold and embedding "
+        "head are chosen on the leave-one-source-out folds"
     )
-    final = ClassifierModel(model.weights, model.bias, best.threshold, BITS, info)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    final.save(out)
-    return final, [c for c, _ in choices]
 
 
 # -- evaluation ----------------------------------------------------------------------------------------------
@@ -181,15 +95,24 @@ class Evaluation:
         return SubsetResult("all", label, sum(r.n for r in rows), sum(r.flagged for r in rows))
 
 
-def evaluate(detector: Detector, samples: Sequence[Sample], split: Split) -> Evaluation:
-    """Scan every sample one at a time (the cost of one memory at ingest) and count flags per subset."""
+def evaluate(
+    detector: Detector, samples: Sequence[Sample], split: Split, vectors: npt.NDArray[np.float32] | None = None
+) -> Evaluation:
+    """Scan every sample one at a time (the cost of one memory at ingest) and count flags per subset; with
+    ``vectors`` (one row per sample) the combined detector reads each text's embedding, as it does at ingest
+    (computing the embedding is not timed: the write computes it for storage anyway).
+    """
     counts: dict[tuple[str, int], list[int]] = {}
     by_category: dict[str, list[int]] = {}
     timings: list[float] = []
     turn_timings: list[float] = []
-    for s in samples:
+    embedded = vectors is not None and isinstance(detector, CombinedDetector)
+    for i, s in enumerate(samples):
         start = time.perf_counter()
-        verdict = detector.scan([s.text])[0]
+        if embedded and isinstance(detector, CombinedDetector) and vectors is not None:
+            verdict = detector.scan_embedded([s.text], vectors[i : i + 1])[0]
+        else:
+            verdict = detector.scan([s.text])[0]
         ms = (time.perf_counter() - start) * 1000
         timings.append(ms)
         if s.subset == "locomo-turns":
@@ -217,8 +140,19 @@ def evaluate(detector: Detector, samples: Sequence[Sample], split: Split) -> Eva
 
 
 def run(data: Path, locomo: Path | None, split: Split, detector: Detector | None = None) -> Evaluation:
-    """Measure ``detector`` (the default combined one) on ``split``."""
-    return evaluate(detector or CombinedDetector(), load_samples(data, locomo, [split]), split)
+    """Measure ``detector`` (the default combined one) on ``split``, reading the default embedder's vectors
+    when the detector's head was fitted on them.
+    """
+    from memlane.bench.injection_report import cached_embed
+
+    detector = detector or CombinedDetector()
+    samples = load_samples(data, locomo, [split])
+    vectors = None
+    if isinstance(detector, CombinedDetector):
+        identity, embed = cached_embed(None)
+        if detector.reads_vectors(identity):
+            vectors = embed([s.text for s in samples])
+    return evaluate(detector, samples, split, vectors)
 
 
 def markdown(ev: Evaluation, command: str, load: str) -> str:

@@ -36,6 +36,7 @@ class Sample:
     split: Split
     attack: str = ""  # the inserted instruction of an indirect injection (for window labels in training)
     category: str = ""  # BIPIA's category of that instruction (task hijack, scam, ...)
+    group: str = ""  # the BIPIA context a sample was built from (its clean and attacked versions share it)
 
 
 def split_of(key: str) -> Split:
@@ -118,3 +119,70 @@ def load_samples(root: Path, locomo: Path | None, splits: Sequence[Split]) -> li
         sources.append(_locomo(locomo))
     wanted = set(splits)
     return [s for source in sources for s in source if s.split in wanted]
+
+
+# -- by source (leave-one-source-out) ------------------------------------------------------------------------
+SOURCES: Final = ("deepset", "jailbreak", "notinject", "bipia-email", "bipia-table", "bipia-code")
+"""The sources a detector is fitted on; LoCoMo (``locomo``) is only ever held out (CC BY-NC: evaluation only)."""
+
+
+def attack_half(attack: str) -> int:
+    """Which half (0 or 1) of BIPIA's text attacks an instruction falls in, by a stable hash of it: e-mails carry
+    half 0 and tables half 1, so holding out one carrier also holds out the attacks it carries.
+    """
+    return int(hashlib.sha256(attack.encode("utf-8")).hexdigest()[:8], 16) % 2
+
+
+def _bipia_by_carrier(root: Path) -> Iterator[tuple[str, Sample]]:
+    base = root / "bipia_train"
+    text = [
+        (c, a) for c, items in json.loads((base / "text_attack_train.json").read_text("utf-8")).items() for a in items
+    ]
+    code = [
+        (c, a) for c, items in json.loads((base / "code_attack_train.json").read_text("utf-8")).items() for a in items
+    ]
+    pools = {
+        "email": [ca for ca in text if attack_half(ca[1]) == 0],
+        "table": [ca for ca in text if attack_half(ca[1]) == 1],
+        "code": code,
+    }
+    for kind, attacks in pools.items():
+        with (base / f"{kind}_train.jsonl").open(encoding="utf-8") as fh:
+            for line in fh:
+                raw = json.loads(line)["context"]
+                context = "\n".join(raw) if isinstance(raw, list) else str(raw)
+                source = f"bipia-{kind}"
+                group = hashlib.sha256(context.encode("utf-8")).hexdigest()
+                yield source, Sample(context, 0, f"documents-{kind}", "train", group=group)
+                rng = random.Random(group)
+                for position in POSITIONS:
+                    category, attack = rng.choice(attacks)
+                    attacked = insert_attack(context, attack, position)
+                    yield source, Sample(attacked, 1, f"indirect-{kind}", "train", attack, category, group)
+
+
+def _locomo_turns(path: Path) -> Iterator[Sample]:
+    """Each LoCoMo turn as ingest embeds it: the speaker's name, a colon, the text."""
+    for conv in json.loads(path.read_text(encoding="utf-8")):
+        for key, turns in conv["conversation"].items():
+            if key.startswith("session_") and isinstance(turns, list):
+                for turn in turns:
+                    yield Sample(f"{turn['speaker']}: {turn['text']}", 0, "locomo-turns", "dev")
+
+
+def load_sources(root: Path, locomo: Path | None = None) -> dict[str, list[Sample]]:
+    """Every row of every source, by source name (``SOURCES``, and ``locomo`` when given); nothing split by row.
+
+    BIPIA carriers are built as ``load_samples`` does (each context clean, and once with an attack at each
+    position, drawn by a ``random.Random`` seeded from the context's hash), except that e-mails draw only from half
+    0 of the text attacks and tables only from half 1 (``attack_half``).
+    """
+    out: dict[str, list[Sample]] = {name: [] for name in SOURCES}
+    out["deepset"] = list(_deepset(root))
+    out["jailbreak"] = list(_jailbreak(root))
+    out["notinject"] = list(_notinject(root))
+    for source, sample in _bipia_by_carrier(root):
+        out[source].append(sample)
+    if locomo is not None:
+        out["locomo"] = list(_locomo_turns(locomo))
+    return out

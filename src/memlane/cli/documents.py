@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from memlane.cli.options import DbOpt
+from memlane.cli.options import DbOpt, EmbedderOpt
 from memlane.cli.output import dump, fail, out, show
-from memlane.config import Config
-from memlane.engine import Memory
 from memlane.errors import MemlaneError, ValidationError
-from memlane.models import MemoryItem
+
+if TYPE_CHECKING:
+    from memlane.models import MemoryItem
 
 #: Documents per ``add_documents`` call.
 BATCH = 200
@@ -65,19 +65,15 @@ def add_docs(
     ] = False,
     agent: Annotated[str | None, typer.Option("--agent", help="Agent id.")] = None,
     db: DbOpt = None,
-    embedder: Annotated[
-        str | None,
-        typer.Option(
-            "--embedder",
-            envvar="MEMLANE_EMBEDDER",
-            help="minilm (default: the store's MiniLM, q8 for a new one), minilm-int8, minilm-fp32, static, or openai:MODEL@URL.",
-        ),
-    ] = None,
+    embedder: EmbedderOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")] = False,
 ) -> None:
     """Remember documents or notes: no session, no neighbours; long texts are embedded passage by passage."""
     stored: list[MemoryItem] = []
     duplicates = 0
+    from memlane.config import Config
+    from memlane.engine import Memory
+
     try:
         docs = read_documents(files, jsonl=jsonl)
         with Memory(db, embedder=embedder, config=Config.from_env()) as memory:

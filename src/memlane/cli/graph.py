@@ -7,10 +7,8 @@ from typing import Annotated
 
 import typer
 
-from memlane.cli.options import DbOpt
+from memlane.cli.options import DbOpt, EmbedderOpt, env_config
 from memlane.cli.output import dump, fail, out, show
-from memlane.config import Config
-from memlane.engine import Memory
 from memlane.errors import MemlaneError
 
 
@@ -19,19 +17,14 @@ def graph(
     user: Annotated[str, typer.Option("--user", "-u", help="The user scope (required).")],
     limit: Annotated[int, typer.Option("--limit", "-n", help="How many of its latest memories to show.")] = 10,
     db: DbOpt = None,
-    embedder: Annotated[
-        str | None,
-        typer.Option(
-            "--embedder",
-            envvar="MEMLANE_EMBEDDER",
-            help="minilm (default: the store's MiniLM, q8 for a new one), minilm-int8, minilm-fp32, static, or openai:MODEL@URL.",
-        ),
-    ] = None,
+    embedder: EmbedderOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")] = False,
 ) -> None:
     """Show an entity's neighbourhood: its type and aliases, its relations, what it is mentioned with, its memories."""
+    from memlane.engine import Memory
+
     try:
-        with Memory(db, embedder=embedder, config=Config.from_env()) as memory:
+        with Memory(db, embedder=embedder, config=env_config()) as memory:
             found = memory.graph(entity, user_id=user, limit=limit)
     except MemlaneError as exc:
         fail(str(exc))

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import logging
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from memlane.cli.options import DbOpt
+from memlane.cli.common import lazy_memory, memory_type
+from memlane.cli.options import DbOpt, EmbedderOpt, env_config
 from memlane.cli.output import fail
-from memlane.config import Config
-from memlane.engine import Memory
 from memlane.errors import MemlaneError
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_memory(__name__, name)
 
 
 def mcp_command(
@@ -27,14 +30,7 @@ def mcp_command(
     port: Annotated[int, typer.Option("--port", help="HTTP: the port to listen on.")] = 8765,
     path: Annotated[str, typer.Option("--path", help="HTTP: the endpoint path.")] = "/mcp",
     db: DbOpt = None,
-    embedder: Annotated[
-        str | None,
-        typer.Option(
-            "--embedder",
-            envvar="MEMLANE_EMBEDDER",
-            help="minilm (default: the store's MiniLM, q8 for a new one), minilm-int8, minilm-fp32, static, or openai:MODEL@URL.",
-        ),
-    ] = None,
+    embedder: EmbedderOpt = None,
 ) -> None:
     """Serve memory to MCP clients: tools add, search, context and delete; recent memories as resources."""
     if transport not in ("stdio", "http", "streamable-http"):
@@ -44,9 +40,9 @@ def mcp_command(
         from memlane.mcp.scope import McpScope
         from memlane.mcp.server import serve
 
-        config = Config.from_env()
+        config = env_config()
         scope = McpScope(user_id=user, tenant=tenant, max_id_chars=config.max_id_chars)
-        with Memory(db, embedder=embedder, config=config) as memory:
+        with memory_type(__name__)(db, embedder=embedder, config=config) as memory:
             serve(
                 memory,
                 scope,

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
+from memlane.cli.options import env_config
 from memlane.cli.output import dump, err, fail, out, show
-from memlane.config import Config
 from memlane.errors import MemlaneError
-from memlane.migrate import MigrationReport, migrate
-from memlane.store import open_store
+
+if TYPE_CHECKING:  # the copy, the stores and rich's widgets load when the command runs
+    from rich.progress import TaskID
+    from rich.table import Table
+
+    from memlane.migrate import MigrationReport
 
 _UNITS = {
     "memories": "memories",
@@ -29,10 +31,12 @@ _UNITS = {
 
 def _default_checkpoint(source: str, target: str) -> Path:
     key = hashlib.sha256(f"{source}\n{target}".encode()).hexdigest()[:16]
-    return Config.from_env().data_dir / "migrations" / f"{key}.json"
+    return env_config().data_dir / "migrations" / f"{key}.json"
 
 
 def _table(report: MigrationReport) -> Table:
+    from rich.table import Table
+
     table = Table(title="verification", title_justify="left")
     for col in ("check", "source", "target", ""):
         table.add_column(col)
@@ -55,6 +59,11 @@ def migrate_command(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")] = False,
 ) -> None:
     """Copy a whole store into another backend (resumable: run it again after an interruption), then verify."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from memlane.migrate import migrate
+    from memlane.store import open_store
+
     path = checkpoint or _default_checkpoint(source, target)
     bar = Progress(
         TextColumn("{task.description}"),

@@ -8,13 +8,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from memlane.cli.options import DbOpt
+from memlane.cli.options import DbOpt, env_config
 from memlane.cli.output import OneLineErrors, dump, err, fail, out
-from memlane.config import Config
 from memlane.errors import MemlaneError
 
 if TYPE_CHECKING:  # the server extra may be missing: imported where used
-    from memlane.server.keys import AdminDB
+    from memlane.server.admin_store import AdminStore
 
 keys_app = typer.Typer(
     cls=OneLineErrors, help="API keys of the REST server (hashed; a secret is shown once).", no_args_is_help=True
@@ -22,21 +21,25 @@ keys_app = typer.Typer(
 
 DataDirOpt = Annotated[
     Path | None,
-    typer.Option("--data-dir", help="Where server.db (keys, audit log) lives (default: $MEMLANE_HOME)."),
+    typer.Option(
+        "--data-dir",
+        help="Where server.db (keys, audit log) lives (default: $MEMLANE_HOME); on a PostgreSQL --db they live there.",
+    ),
 ]
 
 
 def _data_dir(given: Path | None) -> Path:
-    return given if given is not None else Config.from_env().data_dir
+    return given if given is not None else env_config().data_dir
 
 
-def _admin_db(data_dir: Path | None) -> AdminDB:
+def _admin_db(data_dir: Path | None, store: str | None) -> AdminStore:
+    """The server's key database: in the store's database for a PostgreSQL ``--db``, else server.db."""
     try:
-        from memlane.server.keys import AdminDB
-        from memlane.server.service import ADMIN_DB_NAME
+        from memlane.server.admin_store import open_admin_store
+
+        return open_admin_store(_data_dir(data_dir), store)
     except MemlaneError as exc:
         fail(str(exc))
-    return AdminDB(_data_dir(data_dir) / ADMIN_DB_NAME)
 
 
 @keys_app.command("create")
@@ -45,23 +48,24 @@ def keys_create(
     scopes: Annotated[str, typer.Option("--scopes", help="Comma-separated: read, write, admin.")] = "read,write",
     name: Annotated[str, typer.Option("--name", help="A label shown in `keys list`.")] = "",
     data_dir: DataDirOpt = None,
+    db: DbOpt = None,
 ) -> None:
     """Create a key and print it once (only its hash is stored)."""
-    db = _admin_db(data_dir)
+    admin = _admin_db(data_dir, db)
     try:
-        new = db.create_key(tenant, scopes, name)
+        new = admin.create_key(tenant, scopes, name)
     except MemlaneError as exc:
         fail(str(exc))
     finally:
-        db.close()
+        admin.close()
     err.print(f"created key ml_{new.key.prefix} for tenant {tenant!r} ({scopes}); the secret is shown only now:")
     out.print(new.secret, highlight=False)
 
 
 @keys_app.command("list")
-def keys_list(data_dir: DataDirOpt = None) -> None:
+def keys_list(data_dir: DataDirOpt = None, db: DbOpt = None) -> None:
     """Every key: prefix, tenant, scopes, name, state (never the secret)."""
-    db = _admin_db(data_dir)
+    admin = _admin_db(data_dir, db)
     try:
         dump(
             [
@@ -73,26 +77,27 @@ def keys_list(data_dir: DataDirOpt = None) -> None:
                     "created_at": k.created_at.isoformat(),
                     "revoked_at": k.revoked_at.isoformat() if k.revoked_at else None,
                 }
-                for k in db.list_keys()
+                for k in admin.list_keys()
             ]
         )
     finally:
-        db.close()
+        admin.close()
 
 
 @keys_app.command("revoke")
 def keys_revoke(
     prefix: Annotated[str, typer.Argument(help="The key's prefix (ml_xxxxxxxxxxxx) or the whole key.")],
     data_dir: DataDirOpt = None,
+    db: DbOpt = None,
 ) -> None:
     """Revoke a key: every request with it is refused from now on."""
-    db = _admin_db(data_dir)
+    admin = _admin_db(data_dir, db)
     try:
-        key = db.revoke(prefix)
+        key = admin.revoke(prefix)
     except MemlaneError as exc:
         fail(str(exc))
     finally:
-        db.close()
+        admin.close()
     out.print(f"revoked ml_{key.prefix} (tenant {key.tenant!r})", highlight=False)
 
 
@@ -109,16 +114,40 @@ def serve(
     burst: Annotated[int, typer.Option("--burst", help="Burst size of each key's bucket.")] = 100,
     max_body: Annotated[int, typer.Option("--max-body-bytes", help="Largest request body accepted.")] = 4_000_000,
     max_inflight: Annotated[int, typer.Option("--max-inflight", help="Requests served at once before 503.")] = 64,
+    body_timeout: Annotated[
+        float, typer.Option("--body-timeout", help="Seconds a request body may take to arrive before 408.")
+    ] = 10.0,
+    max_receiving: Annotated[
+        int, typer.Option("--max-receiving", help="Request bodies received at once before 503 (apart from in-flight).")
+    ] = 256,
+    max_connections: Annotated[
+        int, typer.Option("--max-connections", help="Open connections and tasks before the server answers 503.")
+    ] = 2048,
+    keep_alive: Annotated[
+        int, typer.Option("--keep-alive", help="Seconds an idle keep-alive connection stays open.")
+    ] = 5,
+    header_timeout: Annotated[
+        float, typer.Option("--header-timeout", help="Seconds a request's line and headers may take to arrive.")
+    ] = 10.0,
     threads: Annotated[int, typer.Option("--threads", help="Worker threads running library calls.")] = 8,
     queue_timeout: Annotated[
         float, typer.Option("--queue-timeout", help="Seconds a request may wait for a worker before 503.")
     ] = 10.0,
+    redis: Annotated[
+        str | None,
+        typer.Option(
+            "--redis",
+            envvar="MEMLANE_REDIS_URL",
+            help="Share rate limits with every server given this Redis URL (e.g. the Celery broker's).",
+        ),
+    ] = None,
 ) -> None:
-    """Start the REST API (OpenAPI docs at /docs). On a fresh data dir, create and print an admin key once."""
+    """Start the REST API (OpenAPI docs at /docs). With no key yet, create and print an admin key once."""
     try:
         import uvicorn
 
         from memlane.server import ServerSettings, create_app
+        from memlane.server.protocol import header_timeout_protocol
     except MemlaneError as exc:
         fail(str(exc))
     home = _data_dir(data_dir)
@@ -131,14 +160,17 @@ def serve(
         burst=burst,
         max_body_bytes=max_body,
         max_inflight=max_inflight,
+        body_timeout=body_timeout,
+        max_receiving=max_receiving,
         threads=threads,
         queue_timeout=queue_timeout,
+        redis_url=redis,
     )
     docs = f"http://{host}:{port}/docs"
-    admin = _admin_db(home)
+    admin = _admin_db(home, db)
     try:
-        if admin.count_keys() == 0:
-            new = admin.create_key("default", "admin,read,write", "created at first start")
+        new = admin.bootstrap_key("default", "admin,read,write", "created at first start")
+        if new is not None:
             err.print(
                 "[bold]memlane: first start: created the admin key of tenant 'default'. It is shown ONCE and "
                 "only its hash is stored; keep it now:[/]"
@@ -154,4 +186,17 @@ def serve(
     if insecure_dev:
         err.print("[bold red]WARNING: --insecure-dev: authentication is OFF; every caller is admin.[/]")
     logging.basicConfig(level=logging.INFO)
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+    try:
+        app = create_app(settings)
+    except MemlaneError as exc:
+        fail(str(exc))
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="info",
+        timeout_keep_alive=max(1, keep_alive),
+        limit_concurrency=max_connections,
+        h11_max_incomplete_event_size=16 * 1024,  # request line and headers: at most 16 KiB (the h11 parser)
+        http=header_timeout_protocol(header_timeout),
+    )

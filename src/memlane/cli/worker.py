@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from memlane.cli.options import DbOpt
+from memlane.cli.common import lazy_memory, memory_type
+from memlane.cli.options import DbOpt, EmbedderOpt, env_config
 from memlane.cli.output import err, fail
-from memlane.config import Config
-from memlane.engine import Memory
 from memlane.errors import MemlaneError
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_memory(__name__, name)
 
 
 def worker_command(
@@ -28,14 +31,7 @@ def worker_command(
     pool: Annotated[str, typer.Option("--pool", help="Celery pool: prefork, solo or threads.")] = "prefork",
     concurrency: Annotated[int, typer.Option("--concurrency", help="Celery pool processes.")] = 1,
     db: DbOpt = None,
-    embedder: Annotated[
-        str | None,
-        typer.Option(
-            "--embedder",
-            envvar="MEMLANE_EMBEDDER",
-            help="minilm (default: the store's MiniLM, q8 for a new one), minilm-int8, minilm-fp32, static, or openai:MODEL@URL.",
-        ),
-    ] = None,
+    embedder: EmbedderOpt = None,
 ) -> None:
     """Run background jobs until stopped: on Celery with --celery (or a broker URL), else the embedded queue."""
     if pool not in ("prefork", "solo", "threads"):
@@ -43,7 +39,7 @@ def worker_command(
     if concurrency < 1:
         fail("--concurrency must be at least 1")
     try:
-        config = Config.from_env()
+        config = env_config()
         changes: dict[str, object] = {}
         if broker:
             changes["broker_url"] = broker
@@ -58,7 +54,7 @@ def worker_command(
             logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
             run_worker(WorkerRuntime(db, embedder, config), pool=pool, concurrency=concurrency)
             return
-        with Memory(db, embedder=embedder, config=config) as memory:
+        with memory_type(__name__)(db, embedder=embedder, config=config) as memory:
             err.print(f"running the background jobs of {memory.location} (Ctrl-C stops after the job in hand)")
             while True:
                 memory.flush()

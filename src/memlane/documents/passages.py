@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
+
+from memlane.records.passages import Span
 
 #: Word pieces a passage may hold: MiniLM reads 256 with [CLS] and [SEP], and a margin absorbs estimates.
 WINDOW: Final = 240
@@ -19,14 +20,6 @@ _WORD: Final = re.compile(r"\S+")
 _PIECE: Final = re.compile(r"\w+|[^\w\s]")
 
 Counter = Callable[[Sequence[str]], list[int]]
-
-
-@dataclass(frozen=True, slots=True)
-class Span:
-    """A passage as offsets into its text: ``text[start:end]``."""
-
-    start: int
-    end: int
 
 
 @runtime_checkable

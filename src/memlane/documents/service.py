@@ -5,21 +5,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError as PydanticValidationError
 
 from memlane.blas import blas_threads
-from memlane.config import Config
-from memlane.documents.passages import Span, split_passages, token_counter
-from memlane.embedding.base import Embedder, Vectors
-from memlane.enrich.entities import AliasRow
+from memlane.documents.passages import split_passages, token_counter
 from memlane.errors import ValidationError
 from memlane.ids import new_id
 from memlane.lifecycle.distill import typed_hash
 from memlane.models import AddResult, Document, MemoryItem, MemoryKind, utcnow
+from memlane.records.passages import Span
 from memlane.scope import unscope
-from memlane.security.guard import Screened
 from memlane.security.validation import (
     Limits,
     check_label,
@@ -29,35 +26,11 @@ from memlane.security.validation import (
     first_error,
     optional_id,
 )
-from memlane.store import Store
 from memlane.store.passages import PassageIndex, PassageVectors
 
-
-class Host(Protocol):
-    """What the document path uses of its ``Memory`` (its validation, screening, embedding and store)."""
-
-    config: Config
-    limits: Limits
-    _store: Store
-
-    @property
-    def embedder(self) -> Embedder: ...
-
-    def _user(self, user_id: object, tenant: object, *, counts: bool = True) -> str: ...
-
-    def _screen(self, user_id: str, items: Sequence[MemoryItem]) -> Screened: ...
-
-    def _embed(self, texts: Sequence[str]) -> Vectors: ...
-
-    def _enrich(
-        self,
-        items: Sequence[MemoryItem],
-        vectors: Vectors,
-        tables: dict[str, list[AliasRow]] | None = None,
-        taught: dict[str, list[str]] | None = None,
-    ) -> dict[str, list[AliasRow]]: ...
-
-    def _check_embedder(self) -> None: ...
+if TYPE_CHECKING:
+    from memlane.services.core import Core
+    from memlane.services.indexing import Indexer
 
 
 log = logging.getLogger(__name__)
@@ -114,14 +87,15 @@ def check_documents(documents: object, limits: Limits) -> list[Document]:
 class Documents:
     """The document path of one ``Memory``: ``add``, and passages written again after a change of text or model."""
 
-    def __init__(self, memory: Host) -> None:
-        self._m = memory
-        self._count = token_counter(memory.embedder)
+    def __init__(self, core: Core, indexer: Indexer) -> None:
+        self._core = core
+        self._ix = indexer
+        self._count = token_counter(core.embedder)
 
     @property
     def passages_supported(self) -> bool:
         """Whether the store keeps passages (PostgreSQL does not yet: one vector per document there)."""
-        return isinstance(self._m._store, PassageIndex)
+        return isinstance(self._core.store, PassageIndex)
 
     def add(
         self,
@@ -134,9 +108,8 @@ class Documents:
         tenant: str | None = None,
     ) -> AddResult:
         """See ``Memory.add_documents``."""
-        m = self._m
-        limits = m.limits
-        user_id = m._user(user_id, tenant)
+        limits = self._core.limits
+        user_id = self._core.bind(user_id, tenant).key
         agent_id = optional_id(agent_id, max_chars=limits.id_chars, what="agent_id")
         base_meta = check_metadata(metadata, "metadata", limits)
         default_ts = check_time(timestamp, what="timestamp", limits=limits) if timestamp is not None else None
@@ -168,14 +141,14 @@ class Documents:
             )
             first[digest] = item
             items.append(item)
-        stored = m._store.find_hashes(user_id, list(first))
+        stored = self._core.store.find_hashes(user_id, list(first))
         fresh = [it for it in first.values() if it.content_hash not in stored]
         result = AddResult(
             items=[stored.get(it.content_hash, it) for it in items],
             duplicates=list(dict.fromkeys(stored[it.content_hash].id for it in items if it.content_hash in stored)),
         )
         if fresh:
-            m._screen(user_id, fresh)  # injection flags and PII redaction, before anything is embedded
+            self._ix.screen(user_id, fresh)  # injection flags and PII redaction, before anything is embedded
             self._insert(fresh)
         return unscope(result)
 
@@ -185,19 +158,19 @@ class Documents:
 
     def _insert(self, items: Sequence[MemoryItem]) -> None:
         """Embed, enrich and store new documents with their passages, in one transaction."""
-        m = self._m
-        with blas_threads(m.config.blas_threads):
-            m._check_embedder()
+        core = self._core
+        with blas_threads(core.config.blas_threads):
+            core.check_embedder()
             texts = [it.text for it in items]
             spans = [self.spans(t) for t in texts]
             pieces = [t[s.start : s.end] for t, sp in zip(texts, spans, strict=True) for s in sp]
-            vectors = m._embed([*texts, *pieces] if self.passages_supported else texts)
+            vectors = self._ix.embed([*texts, *pieces] if self.passages_supported else texts)
             main = vectors[: len(texts)]
             taught: dict[str, list[str]] = {}
-            aliases = m._enrich(items, main, {}, taught)
-            store = m._store
+            aliases = self._ix.enrich(items, main, {}, taught)
+            store = core.store
             if store.embedder_identity() is None:
-                store.set_embedder_identity(m.embedder.identity, m.embedder.dim)
+                store.set_embedder_identity(core.embedder.identity, core.embedder.dim)
             if not isinstance(store, PassageIndex):
                 log.info(
                     "%s keeps one vector per memory: %d document(s) stored without passages", store.location, len(items)
@@ -226,13 +199,13 @@ class Documents:
         """Write the passages of stored documents again (after their text changed, they were restored from the
         archive, or the store was re-embedded); other kinds are skipped. Returns how many documents were done.
         """
-        store = self._m._store
+        store = self._core.store
         docs = [it for it in items if it.kind is MemoryKind.DOCUMENT]
         if not docs or not isinstance(store, PassageIndex):
             return 0
-        with blas_threads(self._m.config.blas_threads):
+        with blas_threads(self._core.config.blas_threads):
             spans = [self.spans(it.text) for it in docs]
-            vectors = self._m._embed([it.text[s.start : s.end] for it, sp in zip(docs, spans, strict=True) for s in sp])
+            vectors = self._ix.embed([it.text[s.start : s.end] for it, sp in zip(docs, spans, strict=True) for s in sp])
             by_user: dict[str, list[int]] = {}
             for i, it in enumerate(docs):
                 by_user.setdefault(it.user_id, []).append(i)
@@ -243,7 +216,7 @@ class Documents:
 
     def repassage_missing(self, *, user_id: str | None = None, batch: int = 256) -> int:
         """Passage every document that holds none (of one user, or all): after a re-embedding, or stored before."""
-        store = self._m._store
+        store = self._core.store
         if not isinstance(store, PassageIndex):
             return 0
         done = 0

@@ -8,6 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from memlane.enrich.classify import CATEGORIES
 from memlane.llm.base import Usage
 from memlane.models import TYPED_KINDS, MemoryItem, MemoryKind, parse_time
 
@@ -33,12 +34,22 @@ class Candidate(BaseModel):
     subject: str | None = None
     attribute: str | None = None
     value: str | None = None
+    category: str | None = Field(
+        default=None, description="topic when the extractor knows it from the claim; else enrichment labels the text"
+    )
 
     @field_validator("kind")
     @classmethod
     def _typed_kind(cls, value: MemoryKind) -> MemoryKind:
         if value not in TYPED_KINDS:
             raise ValueError(f"a candidate is a typed memory, not a {value.value}")
+        return value
+
+    @field_validator("category")
+    @classmethod
+    def _known_category(cls, value: str | None) -> str | None:
+        if value is not None and value not in CATEGORIES:
+            raise ValueError(f"unknown category {value!r}; one of {', '.join(CATEGORIES)}")
         return value
 
     @field_validator("event_time", mode="before")

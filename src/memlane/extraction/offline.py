@@ -17,6 +17,7 @@ from memlane.extraction.rules import (
     SPECIFIC_RULES,
     Clause,
     Draft,
+    topic_of,
 )
 from memlane.models import MemoryItem, MemoryKind
 
@@ -70,6 +71,7 @@ class RuleExtractor:
                         subject=draft.subject,
                         attribute=draft.attribute,
                         value=draft.value,
+                        category=topic_of(draft.attribute),
                     )
                 )
         return ExtractionResult(candidates=candidates)

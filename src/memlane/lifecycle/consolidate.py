@@ -133,6 +133,24 @@ def contradicts(new: Claim, old: Claim) -> bool:
     return False
 
 
+def _dated(kind: MemoryKind, event_time: datetime | None) -> bool:
+    """Whether a claim says when it became true (a move last month), not only when it was said ("I live in X")."""
+    return kind is not MemoryKind.PLAN and event_time is not None
+
+
+def _replaces(candidate: Candidate, said: datetime, when: datetime, old: MemoryItem) -> bool:
+    """Whether ``candidate`` (said at ``said``, true from ``when``) replaces the contradicting memory ``old``.
+
+    By the time each became true (its event time, else when it was said), except for a dated claim and an undated
+    one said at the same time (one message, one ``add``): the dated one, a change, wins. "I live in Boston ... I
+    moved to Denver last month" leaves Denver current although the move's date lies before the message.
+    """
+    candidate_dated = _dated(candidate.kind, candidate.event_time)
+    if candidate_dated != _dated(old.kind, old.event_time) and as_utc(old.timestamp) == as_utc(said):
+        return candidate_dated
+    return _time_of(old) <= when
+
+
 def _time_of(item: MemoryItem) -> datetime:
     """When a memory's claim was true from: its event time, except for a plan, whose event lies ahead of it."""
     if item.kind is MemoryKind.PLAN:
@@ -147,6 +165,7 @@ class RuleConsolidator:
     2. Same subject and attribute (from the candidate and the memory's metadata): the same value is a MERGE; a
        contradicting claim (``contradicts``: another value, or a negated preference of an old favourite) from a candidate whose event time (else its message time) is not older is a SUPERSEDE of
        every such memory; an older candidate is ADDed already closed (``valid_until`` = the newer memory's time).
+       A dated claim and an undated one said at the same time: the dated one, a change, wins (``_replaces``).
     3. A near-duplicate (similarity and entity overlap over ``thresholds``) is a MERGE into the most similar one.
     4. Otherwise ADD. Messages and already superseded memories are never targets.
     """
@@ -172,8 +191,8 @@ class RuleConsolidator:
             conflicting = [r for r in live if contradicts((subject, attribute, value), claim_of(r.item))]
             if conflicting:
                 when = as_utc(at if candidate.kind is MemoryKind.PLAN else candidate.event_time or at)
-                older = [r for r in conflicting if _time_of(r.item) <= when]
-                newer = [r for r in conflicting if _time_of(r.item) > when]
+                older = [r for r in conflicting if _replaces(candidate, at, when, r.item)]
+                newer = [r for r in conflicting if not _replaces(candidate, at, when, r.item)]
                 if older:
                     return Decision(
                         action=Action.SUPERSEDE,

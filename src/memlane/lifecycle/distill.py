@@ -229,6 +229,8 @@ class Distiller:
         aliases = self.enrich(items, vectors)
         for cand, item in zip(accepted, items, strict=True):  # the extractor knows these better than enrichment
             item.importance = cand.importance
+            if cand.category is not None:
+                item.category = cand.category
             if cand.event_time is not None:
                 item.event_time, item.event_end = cand.event_time, None
             item.valid_from = item.event_time or item.timestamp

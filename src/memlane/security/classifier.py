@@ -101,6 +101,10 @@ class ClassifierModel:
 
     def probabilities_of(self, texts: Sequence[Unmasked]) -> list[float]:
         """``probability_of`` of each text, their views and payloads featurised together."""
+        return [float(1.0 / (1.0 + np.exp(-b))) for b in self.logits_of(texts)]
+
+    def logits_of(self, texts: Sequence[Unmasked]) -> list[float]:
+        """The highest logit over the views and payloads of each text, all featurised together."""
         owner: list[int] = []
         views_of: list[str] = []
         for i, unmasked in enumerate(texts):
@@ -110,7 +114,7 @@ class ClassifierModel:
         best = [-math.inf] * len(texts)
         for i, logit in zip(owner, self._logits(feature_runs(views_of, self.bits)), strict=True):
             best[i] = max(best[i], logit)
-        return [float(1.0 / (1.0 + np.exp(-b))) for b in best]
+        return best
 
     def save(self, path: Path) -> None:
         """Write the model as a compressed ``.npz`` (weights as float16: the file stays small)."""

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import builtins
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from memlane.config import Config
+from memlane.embedding.base import Vectors
 from memlane.llm.base import ChatModel
 from memlane.models import InjectionFlag, MemoryItem, utcnow
 from memlane.security.detect import CombinedDetector, Detector, LayeredDetector, RulesDetector
@@ -38,6 +41,30 @@ def make_detector(config: Config, chat: ChatModel | None = None) -> Detector | N
 
         return LayeredDetector(fast, LLMJudge(chat))
     return fast
+
+
+class VectorMemo:
+    """Vectors computed ahead of a write (for the detector) that the write itself then takes instead of embedding
+    the same text again: keyed by the store's embedding key of the exact text, bounded, thread-safe.
+    """
+
+    def __init__(self, limit: int = 1024) -> None:
+        self.limit = limit
+        self._held: OrderedDict[str, Vectors] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def put(self, keys: Sequence[str], vectors: Vectors) -> None:
+        with self._lock:
+            for key, vec in zip(keys, vectors, strict=True):
+                self._held[key] = vec
+                self._held.move_to_end(key)
+            while len(self._held) > self.limit:
+                self._held.popitem(last=False)
+
+    def take(self, keys: Sequence[str]) -> dict[str, Vectors]:
+        """The held vectors of ``keys`` (each given out once)."""
+        with self._lock:
+            return {k: self._held.pop(k) for k in keys if k in self._held}
 
 
 @dataclass
@@ -65,14 +92,28 @@ class Guard:
             self._vault = Vault(self._key_path)
         return self._vault
 
-    def screen(self, items: Sequence[MemoryItem]) -> Screened:
-        """Scan each item's text (as given) for injection, then redact its PII in place, sealing the original."""
+    def wants_vectors(self, identity: str | None, dim: int | None = None) -> bool:
+        """Whether the detector reads the embeddings of the embedder ``identity`` (its head was fitted on them)."""
+        return isinstance(self.detector, CombinedDetector | LayeredDetector) and self.detector.reads_vectors(
+            identity, dim
+        )
+
+    def screen(self, items: Sequence[MemoryItem], vectors: Vectors | None = None) -> Screened:
+        """Scan each item's text (as given) for injection, then redact its PII in place, sealing the original.
+
+        ``vectors`` (one row per item, of the embedder ``wants_vectors`` accepted) are what the store will keep for
+        the items; the detector's embedding head reads them.
+        """
         out = Screened()
         if not items:
             return out
         now = utcnow()
         if self.detector is not None:
-            verdicts = self.detector.scan([it.text for it in items])
+            texts = [it.text for it in items]
+            if vectors is not None and isinstance(self.detector, CombinedDetector | LayeredDetector):
+                verdicts = self.detector.scan_embedded(texts, vectors)
+            else:
+                verdicts = self.detector.scan(texts)
             for item, v in zip(items, verdicts, strict=True):
                 if v.flagged:
                     out.flags.append(

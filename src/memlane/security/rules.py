@@ -84,6 +84,100 @@ RULES: Final[tuple[Rule, ...]] = (
         needs=_needs("anweisungen|aufgaben|befehle|vorgaben|instruktionen|regeln|alles"),
     ),
     Rule(
+        "override_everything",
+        _rx(
+            r"\b(?:ignore|disregard|forget|override|bypass|discard|scrap|drop|never ?mind|set aside|throw out)\b"
+            r"\s+(?:(?:about|of)\s+)?(?:everything|anything|all(?: of)?(?: the| that)?|whatever)\s+(?:(?:that|which) (?:was|is)\s+)?"
+            r"(?:above|before (?:this|that|it)|up to (?:now|here|this point)|so far|previously|prior|preceding"
+            r"|you (?:were|have been|had been|are) (?:told|given|taught|instructed)|(?:said|written|stated) (?:above|earlier))\b"
+        ),
+        1.0,
+        cues=_cues("ignore disregard forget override bypass discard scrap drop never nevermind set throw"),
+        needs=_needs("everything|anything|all|whatever"),
+    ),
+    Rule(
+        "supersede_instructions",
+        _rx(
+            r"\b(?:supersedes?|overrides?|replaces?|takes? precedence over|cancels?|voids?|trumps?)\b[^.!?\n]{0,20}?"
+            r"\b(?:all|any|every|the|your)?\s*(?:prior|previous|earlier|preceding|above|existing|old|original|former)\s+"
+            r"(?:ones|instructions?|directives?|rules|prompts?|orders|commands|guidelines|tasks?|programming)\b"
+            r"|\b(?:your|the)\s+(?:new|real|true|actual|updated)\s+(?:directive|instructions?|orders|objective|mission|task|purpose|role)"
+            r"\s+(?:is|are|will be|now)\b[^.!?\n]{0,12}?\b(?:to|:)"
+        ),
+        1.0,
+        cues=_cues(
+            "supersede supersedes override overrides replace replaces take takes precedence cancel cancels void voids trump trumps your the"
+        ),
+        needs=_needs(  # a verb of the first form, or a noun of the second
+            "supersede|overrid|replace|precedence|cancel|void|trump|directive|instruction|orders|objective|mission|task|purpose|role"
+        ),
+    ),
+    Rule(
+        "override_instructions_es",
+        _rx(
+            r"\b(?:ignora|ignore|ignoren|ignorar|olvida|olvide|olviden|olvidar|omite|omita|descarta|descarte|desatiende)\b"
+            r"[^.!?\n]{0,40}?\b(?:instrucciones|indicaciones|[óo]rdenes|reglas|directrices|tareas|lo anterior|todo)\b"
+            r"|\bhaz caso omiso\b|\ba partir de ahora (?:eres|ser[áa]s|act[úu]as|responder[áa]s)\b"
+        ),
+        1.0,
+        cues=_cues(
+            "ignora ignore ignoren ignorar olvida olvide olviden olvidar omite omita descarta descarte desatiende haz a"
+        ),
+        needs=_needs(
+            "instrucciones|indicaciones|rdenes|reglas|directrices|tareas|anterior|todo|caso omiso|partir de ahora"
+        ),
+    ),
+    Rule(
+        "override_instructions_fr",
+        _rx(
+            r"\b(?:ignore[rsz]?|oublie[rsz]?|ne tiens pas compte|ne tenez pas compte|fais abstraction|faites abstraction)\b"
+            r"[^.!?\n]{0,30}?\b(?:les|tes|vos|ces|toutes (?:les|tes|vos|ces))\s+(?:\w+\s+)?"
+            r"(?:instructions|consignes|directives|r[èe]gles|ordres|t[âa]ches)\b|\b(?:ignore[rsz]?|oublie[rsz]?)\s+(?:tout\s+)?ce qui pr[ée]c[èe]de\b"
+            r"|\b(?:à|a) partir de maintenant,? tu (?:es|seras|r[ée]ponds)\b"
+        ),
+        1.0,
+        cues=_cues("ignore ignores ignorez ignorer oublie oublies oubliez oublier ne fais faites partir"),
+        needs=_needs("instructions|consignes|directives|gles|ordres|ches|de|partir de maintenant"),
+    ),
+    Rule(
+        "override_reversed_de",
+        _rx(
+            r"\b(?:obigen|vorherigen|bisherigen|vorangegangenen|vorangehenden|vorigen|alle)\s+(?:\w+\s+){0,2}?"
+            r"(?:anweisungen|ausf[üu]hrungen|aufgaben|auftr[äa]ge|befehle|vorgaben|instruktionen|regeln)\s+"
+            r"(?:\w+\s+){0,2}?(?:ignorieren|vergessen|missachten|verwerfen)\b"
+            r"|\bab (?:jetzt|sofort) (?:bist du|wirst du|antwortest du|gibst du)\b"
+        ),
+        1.0,
+        cues=_cues("obigen vorherigen bisherigen vorangegangenen vorangehenden vorigen alle ab"),
+        needs=_needs("ignorieren|vergessen|missachten|verwerfen|jetzt|sofort"),
+    ),
+    Rule(
+        "answer_directive",
+        _rx(
+            r"\b(?:add|include|insert|append|integrate|introduce|replace|remove|rearrange|mention|end|start|begin|write|put|use)\b"
+            r"[^.!?\n]{0,80}?\b(?:in|to|into|at the (?:end|start|beginning) of|throughout|from|within)\s+your\s+"
+            r"(?:answer|response|reply|output|summary|responses|answers|replies)\b"
+        ),
+        0.6,
+        cues=_cues(
+            "add include insert append integrate introduce replace remove rearrange mention end start begin write put use"
+        ),
+        needs=_needs(
+            "your answer|your response|your reply|your output|your summary|your responses|your answers|your replies"
+        ),
+    ),
+    Rule(
+        "then_hijack",
+        _rx(
+            r"\b(?:summari[sz]e|translate|analy[sz]e|answer|read|process|review|check)\b[^.!?\n]{0,60}?"
+            r"\b(?:and then|then|after that|afterwards|and also)\b[^.!?\n]{0,30}?"
+            r"\b(?:send|forward|e-?mail|post|upload|delete|reveal|print|output|ignore|disregard|tell (?:me|us) (?:your|the) (?:system|secret|password))\b"
+        ),
+        0.6,
+        cues=_cues("summarise summarize translate analyse analyze answer read process review check"),
+        needs=_needs("then|after that|afterwards|and also"),
+    ),
+    Rule(
         "new_instructions",
         _rx(r"\b(?:new|updated|real|actual|secret|hidden)\s+(?:instructions?|task|system prompt|orders)\s*[:\-]"),
         1.0,

@@ -5,18 +5,15 @@ text cannot close, labelled, role markers defused, flagged memories left out, wi
 from __future__ import annotations
 
 import re
-import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from memlane.errors import ValidationError
 from memlane.models import Hit, InjectionFlag
+from memlane.security.fencing import attribute, neutralise, new_nonce
 
 _TOKEN: Final = re.compile(r"\w+|[^\w\s]")
-# Chat-template special tokens and role headers a model may read as a turn boundary.
-_SPECIAL: Final = re.compile(r"<\|[^|<>\n]{1,40}\|>|\[/?INST\]|<</?SYS>>|</?(?:system|assistant|user|tool)>", re.I)
-_ROLE_LINE: Final = re.compile(r"^(\s*)(system|assistant|user|human|ai)(\s*:)", re.I | re.M)
 TRUNCATED: Final = " [...]"
 
 PREAMBLE: Final = (
@@ -33,11 +30,10 @@ def approx_tokens(text: str) -> int:
 
 
 def defuse(text: str) -> str:
-    """``text`` with chat-template tokens and line-leading role labels made inert (shown, not obeyed)."""
-    out = _SPECIAL.sub(
-        lambda m: m.group().replace("<", "‹").replace(">", "›").replace("[", "⟦").replace("]", "⟧"), text
-    )
-    return _ROLE_LINE.sub(lambda m: f"{m.group(1)}({m.group(2)}){m.group(3)}", out)
+    """``text`` with chat-template tokens, tag-like openers and line-leading role labels made inert (shown, not
+    obeyed): the rules of ``memlane.security.fencing``, which every prompt fence shares.
+    """
+    return neutralise(text)
 
 
 @dataclass(frozen=True)
@@ -56,9 +52,9 @@ class Fenced:
 
 def _entry(hit: Hit, marker: str, body: str) -> str:
     m = hit.memory
-    label = [f'id="{m.id}"', f'date="{m.timestamp.date().isoformat()}"', f'kind="{m.kind.value}"']
+    label = [f'id="{attribute(m.id)}"', f'date="{m.timestamp.date().isoformat()}"', f'kind="{m.kind.value}"']
     if m.speaker:
-        label.append(f'speaker="{defuse(m.speaker).replace(chr(34), "")[:60]}"')
+        label.append(f'speaker="{attribute(m.speaker, 60)}"')
     return f"<{marker} {' '.join(label)}>\n{body}\n</{marker}>"
 
 
@@ -74,14 +70,15 @@ def fence(
     """The hits (best first) as one fenced block of at most ``budget`` tokens (by ``count``).
 
     Each memory is wrapped in ``<memory-NONCE ...>`` tags, all in ``<memories-NONCE>``, whose random ``NONCE``
-    (``marker``) the stored text cannot guess, so it cannot close its own fence (nor contain the nonce); role markers inside are defused; memories in ``flags`` are left out unless
+    (``marker``) the stored text cannot guess, so it cannot close its own fence (nor contain the nonce); the text
+    is made inert by ``memlane.security.fencing.neutralise``; memories in ``flags`` are left out unless
     ``include_flagged``. Hits that do not fit are skipped (a smaller later one may still fit); a first hit larger
     than the whole budget is cut to fit, marked ``[...]``.
     """
     if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
         raise ValidationError(f"token budget must be a positive integer, got {budget!r}")
     flags = flags or {}
-    nonce = marker or secrets.token_hex(4)
+    nonce = marker or new_nonce()
     tag = f"memory-{nonce}"
     head = f"{PREAMBLE}\n<memories-{nonce}>"
     tail = f"</memories-{nonce}>"
@@ -97,7 +94,7 @@ def fence(
         if mid in flags and not include_flagged:
             flagged.append(mid)
             continue
-        body = defuse(hit.memory.text).replace(nonce, "-" * len(nonce))
+        body = neutralise(hit.memory.text, nonce)
         entry = _entry(hit, tag, body)
         cost = count(entry)
         if used + cost > budget and not included:

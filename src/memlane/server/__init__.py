@@ -11,8 +11,9 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("the REST server", "server") from exc
 
+from memlane.server.admin_store import AdminStore, open_admin_store
 from memlane.server.app import create_app
 from memlane.server.keys import AdminDB, ApiKey, NewKey, Scope
 from memlane.server.service import ServerSettings
 
-__all__ = ["AdminDB", "ApiKey", "NewKey", "Scope", "ServerSettings", "create_app"]
+__all__ = ["AdminDB", "AdminStore", "ApiKey", "NewKey", "Scope", "ServerSettings", "create_app", "open_admin_store"]

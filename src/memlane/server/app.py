@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Query, Request, Response
+from fastapi import FastAPI, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from memlane import __version__
 from memlane.answer.context import Context
@@ -20,10 +19,14 @@ from memlane.config import Config
 from memlane.engine import Memory
 from memlane.errors import MemlaneError, ValidationError
 from memlane.models import AddResult, FlaggedMemory, HistoryEntry, Hit, Job, MemoryItem, Stats
+from memlane.security.hit_flags import flag_hits
+from memlane.server.admin_store import AdminStore, open_admin_store
 from memlane.server.documents import router as documents_router
-from memlane.server.keys import AdminDB, Scope
+from memlane.server.edge import KeyFirst
 from memlane.server.limits import BodyLimit, InFlightLimit
 from memlane.server.metrics import MetricsMiddleware
+from memlane.server.routes import SERVERS, TAGS, operation_id, register
+from memlane.server.routes.deps import Admin, Reader, Writer
 from memlane.server.schemas import (
     AddRequest,
     AuditLine,
@@ -38,11 +41,12 @@ from memlane.server.schemas import (
     SearchResponse,
     UpdateRequest,
 )
-from memlane.server.service import INSECURE_WARNING, Principal, ServerSettings, Service, public_detail, status_of
+from memlane.server.service import INSECURE_WARNING, ServerSettings, Service, public_detail, status_of
+from memlane.server.strict import install as install_strict
+from memlane.server.strict import problem, safe
 
 log = logging.getLogger(__name__)
 
-_bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer ml_<prefix>_<secret>`")
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": Problem, "description": text}
     for code, text in (
@@ -51,6 +55,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         (403, "the key lacks the scope this route needs"),
         (404, "no such memory or job for this user in this tenant"),
         (409, "the store was indexed with another embedder"),
+        (408, "request body not received in time"),
         (413, "request body over the size limit"),
         (429, "rate limit of this key exceeded; see Retry-After"),
         (503, "server busy or store unavailable; see Retry-After"),
@@ -67,28 +72,11 @@ class NDJSONResponse(PlainTextResponse):
     media_type = NDJSON
 
 
-def _need(scope: Scope) -> Callable[..., Principal]:
-    """A dependency: the caller, holding ``scope`` (401/403/429 otherwise)."""
-
-    def dependency(
-        request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
-    ) -> Principal:
-        svc: Service = request.app.state.service
-        return svc.authenticate(request, creds, scope)
-
-    return dependency
-
-
-Reader = Annotated[Principal, Depends(_need(Scope.READ))]
-Writer = Annotated[Principal, Depends(_need(Scope.WRITE))]
-Admin = Annotated[Principal, Depends(_need(Scope.ADMIN))]
-
-
-def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin: AdminDB | None = None) -> FastAPI:
+def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin: AdminStore | None = None) -> FastAPI:
     """The ASGI app. Given a ``memory`` (or ``admin`` database) it uses it and leaves closing it to the caller;
     otherwise it opens the store named in ``settings`` at startup and closes it at shutdown.
     """
-    svc = Service(settings, admin or AdminDB(settings.admin_db), memory)
+    svc = Service(settings, admin or open_admin_store(settings.data_dir, settings.store), memory)
     owned = memory is None
 
     @asynccontextmanager
@@ -106,6 +94,7 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
                 svc.memory = None
             if admin is None:
                 svc.admin.close()
+            svc.buckets.close()
 
     app = FastAPI(
         title="memlane",
@@ -113,18 +102,32 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
         summary="Long-term memory for conversational AI: tenants, keys, explained hybrid search.",
         lifespan=lifespan,
         responses=_ERRORS,
+        generate_unique_id_function=operation_id,
+        openapi_tags=TAGS,
+        servers=SERVERS,
     )
     app.state.service = svc
+    install_strict(app)
     exempt = frozenset({"/health", "/ready", "/metrics"})
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    # outermost last: metrics, then the key (from the headers alone), then the body (read whole, within its size and
+    # time limits, not counted as in flight), then the in-flight cap on requests being served
     app.add_middleware(InFlightLimit, max_inflight=settings.max_inflight, exempt=exempt)
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=settings.max_body_bytes,
+        timeout=settings.body_timeout,
+        max_receiving=settings.max_receiving,
+    )
+    app.add_middleware(KeyFirst, service=svc)
     app.add_middleware(MetricsMiddleware, metrics=svc.metrics)
 
     @app.exception_handler(MemlaneError)
     async def memlane_error(_: Request, exc: MemlaneError) -> JSONResponse:
         status = status_of(exc)
         headers = {"Retry-After": "1"} if status == 503 else None
-        return JSONResponse({"detail": public_detail(exc)}, status_code=status, headers=headers)
+        detail = safe(public_detail(exc))
+        errors: list[dict[str, Any]] = [{"loc": [], "msg": detail, "type": type(exc).__name__}] if status == 400 else []
+        return problem(status, detail, errors, headers)
 
     # -- memories ----------------------------------------------------------------------------------
     @app.post(
@@ -135,7 +138,8 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
     )
     async def add(body: AddRequest, response: Response, who: Writer) -> AddResult:
         """Store messages (all or none) and extract typed memories, or queue that (202) with `async`."""
-        msgs = body.messages if isinstance(body.messages, list) else [body.messages]
+        given = body.messages if isinstance(body.messages, list) else [body.messages]
+        msgs = [m if isinstance(m, str) else m.model_dump(exclude_unset=True) for m in given]
         result = await svc.call(
             who,
             "add",
@@ -159,10 +163,12 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
 
     @app.post("/v1/search", response_model=SearchResponse, tags=["memories"])
     async def search(body: SearchRequest, who: Reader) -> SearchResponse:
-        """The memories that best answer a query; `explain` keeps each hit's per-dimension breakdown."""
+        """The memories that best answer a query; `explain` keeps each hit's per-dimension breakdown. A memory flagged
+        as a likely prompt injection carries its `flag`: never put its text in a prompt unfenced.
+        """
 
         def run(m: Memory) -> list[Hit]:
-            return m.search(
+            found = m.search(
                 body.query,
                 user_id=body.user_id,
                 top_k=body.top_k,
@@ -170,6 +176,7 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
                 preset_name=body.preset,
                 tenant=who.tenant,
             )
+            return flag_hits(m, found, user_id=body.user_id, tenant=who.tenant)
 
         hits = await svc.call(who, "search", run, user_id=body.user_id, describe=lambda h: f"{len(h)} hits")
         if not body.explain:
@@ -418,4 +425,5 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
         ]
 
     app.include_router(documents_router)  # POST /v1/documents (memlane.server.documents)
+    register(app)  # the routes beyond the memories' own (memlane.server.routes)
     return app

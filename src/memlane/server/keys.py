@@ -1,12 +1,15 @@
-"""API keys and the audit log of the server, in one small SQLite file of their own (``server.db`` in the data dir).
+"""API keys and the audit log of the server: the records, and ``AdminDB``, the embedded implementation in one small
+SQLite file of its own (``server.db`` in the data dir). On a PostgreSQL store the same records live in that database
+(``memlane.server.admin_pg``), so that every ``memlane serve`` process on it shares them; ``memlane.server.admin_store``
+holds the protocol both implement and picks one.
 
 A key is ``ml_<prefix>_<secret>``: the 12-hex-digit prefix is its public name (shown in lists and the audit log),
 the secret 256 random bits. Only the SHA-256 of the whole key is stored. A slow password hash (argon2, bcrypt) exists
 to make guessing low-entropy passwords expensive; a 256-bit random secret cannot be guessed at any speed, so a fast
 hash loses nothing and keeps the check on every request to microseconds. Hashes are compared in constant time.
 
-The keys live apart from the memory store so that the store stays a plain memlane file (any backend, copied, exported
-or opened by the library without the server) and a store's export never carries credentials.
+With SQLite the keys live apart from the memory store so that the store stays a plain memlane file (copied, exported
+or opened by the library without the server); on any backend a store's export never carries credentials.
 """
 
 from __future__ import annotations
@@ -129,11 +132,42 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def mint_key(tenant: str | None, scopes: Sequence[str] | str, name: str = "") -> tuple[NewKey, str]:
+    """A new key (checked tenant, scopes and name) and the hash to store; nothing is stored yet."""
+    tenant = check_tenant(tenant)
+    chosen = parse_scopes(scopes)
+    if not isinstance(name, str) or len(name) > 200 or any(ord(c) < 32 for c in name):
+        raise ValidationError("a key's name must be at most 200 printable characters")
+    prefix, secret = secrets.token_hex(6), secrets.token_hex(32)
+    full = f"ml_{prefix}_{secret}"
+    return NewKey(ApiKey(prefix, tenant, chosen, name, _now(), None), full), key_hash(full)
+
+
+def bare_prefix(prefix: str) -> str:
+    """A key's prefix from ``ml_<prefix>``, the bare prefix, or the whole key."""
+    return prefix.removeprefix("ml_").split("_")[0]
+
+
+def scopes_text(scopes: frozenset[Scope]) -> str:
+    """The stored form of a key's scopes."""
+    return ",".join(sorted(scopes))
+
+
+def scopes_of(text: str) -> frozenset[Scope]:
+    """A key's scopes from their stored form."""
+    return frozenset(Scope(s) for s in text.split(","))
+
+
+def matches(stored_hash: str, presented: str) -> bool:
+    """Whether ``presented`` is the key whose stored hash is ``stored_hash`` (compared in constant time)."""
+    return hmac.compare_digest(stored_hash, key_hash(presented))
+
+
 def _key(row: sqlite3.Row) -> ApiKey:
     return ApiKey(
         prefix=row["prefix"],
         tenant=row["tenant"],
-        scopes=frozenset(Scope(s) for s in row["scopes"].split(",")),
+        scopes=scopes_of(row["scopes"]),
         name=row["name"],
         created_at=datetime.fromisoformat(row["created_at"]),
         revoked_at=datetime.fromisoformat(row["revoked_at"]) if row["revoked_at"] else None,
@@ -176,19 +210,26 @@ class AdminDB:
     # -- keys --------------------------------------------------------------------------------------
     def create_key(self, tenant: str | None, scopes: Sequence[str] | str, name: str = "") -> NewKey:
         """A new key for ``tenant`` with ``scopes``; the returned secret is the only copy there will be."""
-        tenant = check_tenant(tenant)
-        chosen = parse_scopes(scopes)
-        if not isinstance(name, str) or len(name) > 200 or any(ord(c) < 32 for c in name):
-            raise ValidationError("a key's name must be at most 200 printable characters")
-        prefix, secret = secrets.token_hex(6), secrets.token_hex(32)
-        full = f"ml_{prefix}_{secret}"
-        key = ApiKey(prefix, tenant, chosen, name, _now(), None)
+        new, digest = mint_key(tenant, scopes, name)
         with self._tx() as db:
-            db.execute(
-                "INSERT INTO api_keys(prefix, hash, tenant, scopes, name, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (prefix, key_hash(full), tenant, ",".join(sorted(chosen)), name, key.created_at.isoformat()),
-            )
-        return NewKey(key, full)
+            self._insert(db, new.key, digest)
+        return new
+
+    def bootstrap_key(self, tenant: str | None, scopes: Sequence[str] | str, name: str = "") -> NewKey | None:
+        """A new key, only if there is no key at all (checked and created in one transaction); else ``None``."""
+        new, digest = mint_key(tenant, scopes, name)
+        with self._tx() as db:
+            if db.execute("SELECT 1 FROM api_keys LIMIT 1").fetchone() is not None:
+                return None
+            self._insert(db, new.key, digest)
+        return new
+
+    @staticmethod
+    def _insert(db: sqlite3.Connection, key: ApiKey, digest: str) -> None:
+        db.execute(
+            "INSERT INTO api_keys(prefix, hash, tenant, scopes, name, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (key.prefix, digest, key.tenant, scopes_text(key.scopes), key.name, key.created_at.isoformat()),
+        )
 
     def list_keys(self) -> list[ApiKey]:
         with self._lock:
@@ -201,7 +242,7 @@ class AdminDB:
 
     def revoke(self, prefix: str) -> ApiKey:
         """Revoke a key by its prefix (``ml_<prefix>`` or the bare prefix); ``NotFoundError`` if there is none."""
-        prefix = prefix.removeprefix("ml_").split("_")[0]
+        prefix = bare_prefix(prefix)
         with self._tx() as db:
             db.execute(
                 "UPDATE api_keys SET revoked_at = ? WHERE prefix = ? AND revoked_at IS NULL",
@@ -219,7 +260,7 @@ class AdminDB:
             return None
         with self._lock:
             row = self._db.execute("SELECT * FROM api_keys WHERE prefix = ?", (match.group(1),)).fetchone()
-        if row is None or not hmac.compare_digest(row["hash"], key_hash(presented)):
+        if row is None or not matches(row["hash"], presented):
             return None
         return _key(row)
 

@@ -1,20 +1,16 @@
-"""Overload protection: per-key token buckets (429), a cap on requests in flight (503), and a request-size limit
-enforced before anything parses the body (413); every refusal carries ``Retry-After`` where waiting helps.
-
-The token bucket is a dozen lines written here rather than a rate-limit library: it must key on the API key the
-auth step resolved (not the client address a decorator sees), return the exact wait for ``Retry-After``, and hold no
-state outside this process's memory, which is all a single-process embedded server needs.
+"""Overload protection: a cap on requests in flight (503) and a request-size and time limit enforced before anything
+parses the body (413, 408); every refusal carries ``Retry-After`` where waiting helps. Per-key rate limits (429) are
+in ``memlane.server.ratelimit``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import threading
-import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+
+import anyio
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -23,54 +19,45 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-class TokenBuckets:
-    """One bucket per key: ``rate`` requests a second on average, bursts of up to ``burst``."""
-
-    def __init__(self, rate: float, burst: int, *, max_keys: int = 100_000) -> None:
-        self.rate, self.burst, self._max = rate, burst, max_keys
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def take(self, key: str, now: float | None = None) -> float:
-        """Take a token for ``key``: 0.0 if one was available, else the seconds until one will be."""
-        if self.rate <= 0:
-            return 0.0
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            tokens, last = self._buckets.pop(key, (float(self.burst), now))
-            tokens = min(float(self.burst), tokens + (now - last) * self.rate)
-            wait = 0.0
-            if tokens >= 1.0:
-                tokens -= 1.0
-            else:
-                wait = (1.0 - tokens) / self.rate
-            self._buckets[key] = (tokens, now)
-            while len(self._buckets) > self._max:
-                self._buckets.popitem(last=False)
-            return wait
-
-
 def retry_after(seconds: float) -> str:
     """A ``Retry-After`` value: whole seconds, at least 1."""
     return str(max(1, math.ceil(seconds)))
 
 
-async def _refuse(send: Send, status: int, detail: str, headers: dict[str, str] | None = None) -> None:
-    body = json.dumps({"detail": detail}).encode("utf-8")
+async def refuse(
+    send: Send, status: int, detail: str, headers: dict[str, str] | None = None, *, close: bool = False
+) -> None:
+    """Answer ``{"detail": ..., "errors": []}``; ``close``: end the connection after it (a body left unread must not
+    keep it open, nor be read as the next request).
+    """
+    body = json.dumps({"detail": detail, "errors": []}).encode("utf-8")
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+    if close:
+        raw.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body})
 
 
+def has_body(scope: Scope) -> bool:
+    """Whether a request announces a body (a non-zero ``Content-Length``, or chunked)."""
+    for name, value in scope.get("headers", []):
+        if name == b"transfer-encoding" or (name == b"content-length" and value.strip() not in (b"0", b"")):
+            return True
+    return False
+
+
 class BodyLimit:
-    """Refuse a body over ``max_bytes`` with 413: by its ``Content-Length`` before reading a byte, and by counting
-    while it streams in (a chunked body, or a length that lies). The body is buffered up to the limit and handed to
-    the app whole, so nothing downstream parses a byte of a request that will be refused.
+    """Read a request's body whole before the app sees it, within limits: at most ``max_bytes`` (413, by its
+    ``Content-Length`` before reading a byte, and by counting while it streams in), within ``timeout`` seconds from
+    the first byte asked for to the last (408), and at most ``max_receiving`` bodies being received at once (503).
+    A refusal closes the connection. Requests in this phase are not counted as in flight: a client that sends a
+    body slowly holds a connection and a small slot here, never one of the slots that serve requests.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
+    def __init__(self, app: ASGIApp, max_bytes: int, timeout: float = 10.0, max_receiving: int = 256) -> None:
+        self.app, self.max_bytes, self.timeout, self.max_receiving = app, max_bytes, timeout, max_receiving
+        self.receiving = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -82,25 +69,41 @@ class BodyLimit:
                 try:
                     declared = int(value)
                 except ValueError:
-                    await _refuse(send, 400, "Content-Length is not a number")
+                    await refuse(send, 400, "Content-Length is not a number", close=True)
                     return
                 if declared > self.max_bytes:
-                    await _refuse(send, 413, too_big)
+                    await refuse(send, 413, too_big, close=True)
                     return
+        if not has_body(scope):
+            await self.app(scope, receive, send)
+            return
+        if self.receiving >= self.max_receiving:
+            await refuse(
+                send, 503, "too many request bodies in transit; retry shortly", {"Retry-After": "1"}, close=True
+            )
+            return
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                await _refuse(send, 413, too_big)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        self.receiving += 1  # the event loop is single-threaded: no lock needed
+        try:
+            with anyio.fail_after(self.timeout):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > self.max_bytes:
+                        await refuse(send, 413, too_big, close=True)
+                        return
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            await refuse(send, 408, f"request body not received within {self.timeout:g} s", close=True)
+            return
+        finally:
+            self.receiving -= 1
         body = b"".join(chunks)
         delivered = False
 
@@ -128,7 +131,7 @@ class InFlightLimit:
             await self.app(scope, receive, send)
             return
         if self.inflight >= self.max_inflight:
-            await _refuse(send, 503, "server busy; retry shortly", {"Retry-After": "1"})
+            await refuse(send, 503, "server busy; retry shortly", {"Retry-After": "1"})
             return
         self.inflight += 1  # the event loop is single-threaded: no lock needed
         try:

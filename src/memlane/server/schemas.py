@@ -1,4 +1,8 @@
-"""The JSON edge of the REST API: request bodies and the few responses that are not library models."""
+"""The JSON edge of the REST API: request bodies and the few responses that are not library models.
+
+Request bodies are strict: a value of the wrong JSON type is refused, never coerced (``"5"`` is not 5, ``1`` is not
+true); times are ISO 8601 strings, parsed by the library like every other time it takes.
+"""
 
 from __future__ import annotations
 
@@ -7,31 +11,42 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memlane.models import Hit, Message
+from memlane.models import Hit
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 #: The library's own limits, stated in the schema too (the library still checks every value).
 UserId = Annotated[str, Field(min_length=1, max_length=256, description="the user within the key's tenant")]
 Text = Annotated[str, Field(min_length=1, max_length=32_000)]
+Time = Annotated[str, Field(description="an ISO 8601 time, e.g. 2025-03-02T09:15:00Z")]
+
+
+class MessageIn(_Body):
+    """One turn: the fields of ``memlane.Message``."""
+
+    role: str = "user"
+    content: str
+    name: str | None = Field(default=None, description="the speaker, when known")
+    timestamp: Time | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class AddRequest(_Body):
     """``POST /v1/memories``: the arguments of ``Memory.add``."""
 
     user_id: UserId
-    messages: str | Message | list[str | Message]
+    messages: str | MessageIn | list[str | MessageIn]
     session_id: str | None = None
     agent_id: str | None = None
-    timestamp: datetime | None = None
+    timestamp: Time | None = None
     metadata: dict[str, Any] | None = None
     infer: bool | None = None
     async_: bool = Field(default=False, alias="async", description="queue extraction and answer 202 with a job id")
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
 
 
 class SearchRequest(_Body):
@@ -121,7 +136,16 @@ class AuditLine(BaseModel):
     detail: str
 
 
+class ProblemEntry(BaseModel):
+    """One problem of an invalid request: where (``loc``, e.g. ``["body", "top_k"]``), what, and its kind."""
+
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
 class Problem(BaseModel):
-    """Every error: a short, clear ``detail``."""
+    """Every error: a short, clear ``detail``; for invalid input (400) one entry per problem in ``errors``."""
 
     detail: str
+    errors: list[ProblemEntry] = Field(default_factory=list)

@@ -28,15 +28,16 @@ from memlane.errors import (
     ValidationError,
 )
 from memlane.scope import DEFAULT_TENANT
-from memlane.server.keys import AdminDB, Scope
-from memlane.server.limits import TokenBuckets, retry_after
+from memlane.server.admin_store import ADMIN_DB_NAME, AdminStore
+from memlane.server.keys import ApiKey, Scope
+from memlane.server.limits import retry_after
 from memlane.server.metrics import Metrics
+from memlane.server.ratelimit import RateLimiter, open_rate_limiter
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 INSECURE_WARNING = "authentication is OFF (--insecure-dev): every caller is admin of tenant 'default'"
-ADMIN_DB_NAME = "server.db"
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,12 @@ class ServerSettings:
     rate_per_second: float = 50.0
     burst: int = 100
     max_body_bytes: int = 4_000_000
+    body_timeout: float = 10.0
+    max_receiving: int = 256
     max_inflight: int = 64
     threads: int = 8
     queue_timeout: float = 10.0
+    redis_url: str | None = field(default=None, repr=False)  # shared rate limits (memlane.server.ratelimit)
 
     @property
     def admin_db(self) -> Path:
@@ -106,14 +110,14 @@ class Service:
     """The state of one running server."""
 
     settings: ServerSettings
-    admin: AdminDB
+    admin: AdminStore
     memory: Memory | None = None
     metrics: Metrics = field(default_factory=Metrics)
-    buckets: TokenBuckets = field(init=False)
+    buckets: RateLimiter = field(init=False)
     workers: anyio.CapacityLimiter = field(init=False)
 
     def __post_init__(self) -> None:
-        self.buckets = TokenBuckets(self.settings.rate_per_second, self.settings.burst)
+        self.buckets = open_rate_limiter(self.settings.rate_per_second, self.settings.burst, self.settings.redis_url)
         # CPU-bound calls (embedding, scoring) gain nothing from more threads than cores can run; a small pool and a
         # bounded wait keep latency predictable and turn overload into 503s instead of a growing queue.
         self.workers = anyio.CapacityLimiter(self.settings.threads)
@@ -132,15 +136,7 @@ class Service:
             who = DEV_PRINCIPAL
             self._throttle(request.client.host if request.client else "local")
             return who
-        challenge = {"WWW-Authenticate": "Bearer"}
-        if creds is None or not creds.credentials:
-            raise HTTPException(401, "missing API key: send 'Authorization: Bearer ml_...'", headers=challenge)
-        key = self.admin.verify(creds.credentials)
-        if key is None:
-            raise HTTPException(401, "invalid API key", headers=challenge)
-        if key.revoked:
-            self.admin.record(key_prefix=key.prefix, tenant=key.tenant, action="auth", status=401, detail="revoked")
-            raise HTTPException(401, "API key revoked", headers=challenge)
+        key = self.identify(None if creds is None else creds.credentials)
         who = Principal(key.tenant, key.scopes, key.prefix)
         if need not in key.scopes and Scope.ADMIN not in key.scopes:
             self.admin.record(
@@ -149,6 +145,21 @@ class Service:
             raise HTTPException(403, f"this key lacks the '{need}' scope")
         self._throttle(key.prefix)
         return who
+
+    def identify(self, presented: str | None) -> ApiKey:
+        """The active key ``presented`` names: 401 (with the reason) when missing, unknown or revoked. Called from
+        the request's headers before its body is read (``memlane.server.edge``), and again by each route.
+        """
+        challenge = {"WWW-Authenticate": "Bearer"}
+        if not presented:
+            raise HTTPException(401, "missing API key: send 'Authorization: Bearer ml_...'", headers=challenge)
+        key = self.admin.verify(presented)
+        if key is None:
+            raise HTTPException(401, "invalid API key", headers=challenge)
+        if key.revoked:
+            self.admin.record(key_prefix=key.prefix, tenant=key.tenant, action="auth", status=401, detail="revoked")
+            raise HTTPException(401, "API key revoked", headers=challenge)
+        return key
 
     def _throttle(self, bucket: str) -> None:
         wait = self.buckets.take(bucket)
@@ -177,8 +188,8 @@ class Service:
                 raise ServerBusyError("server busy: no worker free in time; retry shortly")
             try:
                 result = fn(memory)
-            except MemlaneError as exc:
-                self._audit(who, action, status_of(exc), user_id, target, public_detail(exc))
+            except MemlaneError as exc:  # the kind of error only: its message may quote request values
+                self._audit(who, action, status_of(exc), user_id, target, type(exc).__name__)
                 raise
             self._audit(who, action, 200, user_id, target, describe(result) if describe else "")
             return result
@@ -192,6 +203,9 @@ class Service:
     def _audit(
         self, who: Principal, action: str, status: int, user_id: str | None, target: str | None, detail: str
     ) -> None:
+        """Append an audit line: the action, the ids it names and the outcome; ``detail`` is a count or the kind of
+        error, never a value from the request (the log is append-only: a value written there outlives any erasure).
+        """
         try:
             self.admin.record(
                 key_prefix=who.key,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from memlane.enrich.entities import AliasRow
+from memlane.records.entities import AliasRow
 
 #: Users whose tables one process keeps (the most recently read); the rest are read again when asked.
 HELD_USERS = 256

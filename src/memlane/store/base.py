@@ -12,8 +12,6 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from memlane.embedding.base import Vectors
-from memlane.enrich.entities import AliasRow
-from memlane.graph.types import RelationClaim
 from memlane.models import (
     Compaction,
     Filters,
@@ -23,6 +21,8 @@ from memlane.models import (
     MemoryItem,
     MemoryKind,
 )
+from memlane.records.entities import AliasRow
+from memlane.records.graph import RelationClaim
 from memlane.store.indexes import (
     CandidateIndex,
     EntityIndex,

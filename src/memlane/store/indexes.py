@@ -9,19 +9,19 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from memlane.embedding.base import Vectors
-from memlane.enrich.entities import AliasRow
-from memlane.graph.types import EntityNode, GraphSlice, RelationEdge
 from memlane.models import (
     Filters,
     MemoryItem,
 )
+from memlane.records.entities import AliasRow
+from memlane.records.graph import EntityNode, GraphSlice, RelationEdge
+from memlane.records.structured import EntityRows, EntitySelect, MemoryRows, MemorySelect
 from memlane.store.records import (
     CandidateFacts,
     Contradiction,
     Position,
     ScoredIds,
 )
-from memlane.structured.query import EntityRows, EntitySelect, MemoryRows, MemorySelect
 
 
 @runtime_checkable

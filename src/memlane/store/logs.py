@@ -95,6 +95,10 @@ class JobQueue(Protocol):
         """One job of this user; ``NotFoundError`` when absent (or another user's)."""
         ...
 
+    def find_job(self, job_id: str) -> Job | None:
+        """A job by its id alone, of any user (``None`` when absent): callers check that its scope is theirs."""
+        ...
+
     def jobs(self, user_id: str | None, state: JobState | None = None, limit: int = 1000) -> builtins.list[Job]:
         """Jobs of one user (or all), oldest first."""
         ...

@@ -14,11 +14,11 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from memlane.documents.passages import Span
 from memlane.embedding.base import Vectors
-from memlane.enrich.entities import AliasRow
-from memlane.graph.types import RelationClaim
 from memlane.models import HistoryEvent, Job, MemoryItem
+from memlane.records.entities import AliasRow
+from memlane.records.graph import RelationClaim
+from memlane.records.passages import Span
 from memlane.store.outcome import JobClaim
 
 

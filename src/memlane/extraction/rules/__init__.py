@@ -1,6 +1,16 @@
 """The offline extractor's rules: patterns over one first-person sentence, each proposing typed drafts."""
 
-from memlane.extraction.rules.base import HEDGE, HYPOTHETICAL, QUOTED, SARCASM, SENTENCES, Clause, Draft, RuleFn
+from memlane.extraction.rules.base import (
+    HEDGE,
+    HYPOTHETICAL,
+    QUOTED,
+    SARCASM,
+    SENTENCES,
+    Clause,
+    Draft,
+    RuleFn,
+    topic_of,
+)
 from memlane.extraction.rules.changes import ages, cancelled, giving_up, work
 from memlane.extraction.rules.others import events, named_things, people, plans
 from memlane.extraction.rules.speaker import facts, preferences
@@ -21,4 +31,5 @@ __all__ = [
     "Clause",
     "Draft",
     "RuleFn",
+    "topic_of",
 ]

@@ -19,6 +19,15 @@ ANIMALS = (
     r"puppy|dog|cat|kitten|parrot|bird|rabbit|bunny|hamster|guinea pig|horse|pony|goldfish|fish|turtle|tortoise|"
     r"snake|lizard|gecko|ferret|budgie|cockatiel|chicken|goat"
 )
+#: Breeds and other words for a pet, longest first, read only where a pet is named ("a border collie called Pepper").
+PET_WORDS = (
+    r"border collie|golden retriever|german shepherd|jack russell(?: terrier)?|cocker spaniel|french bulldog|"
+    r"great dane|shih tzu|shiba inu|maine coon|bearded dragon|hermit crab|guinea pig|collie|labrador|retriever|"
+    r"labradoodle|goldendoodle|cockapoo|poodle|beagle|terrier|spaniel|shepherd|husky|corgi|dachshund|pug|bulldog|"
+    r"frenchie|chihuahua|greyhound|whippet|schnauzer|rottweiler|doberman|pit ?bull|maltese|pomeranian|samoyed|"
+    r"sheepdog|sheltie|dalmatian|akita|mastiff|vizsla|weimaraner|mutt|pup|kitty|tabby|siamese|ragdoll|sphynx|"
+    r"hedgehog|chinchilla|gerbil|axolotl|tarantula|cockatoo|parakeet|canary|macaw|iguana|alpaca|donkey|" + ANIMALS
+)
 RELS = (
     r"wife|husband|partner|boyfriend|girlfriend|fianc[eé]e?|son|daughter|sister|brother|mom|mum|mother|dad|father|"
     r"best friend|friend|boss|cousin|grandma|grandmother|grandpa|grandfather|aunt|uncle|niece|nephew|roommate|"
@@ -172,6 +181,81 @@ CATEGORIES: dict[str, str] = {
     **dict.fromkeys(["trains", "planes", "buses", "cars", "bikes"], "transport"),
     **dict.fromkeys(["audiobooks", "ebooks", "e-books", "podcasts", "paperbacks"], "reading format"),
 }
+
+
+#: The topic (``memlane.enrich.classify.CATEGORIES``) of a claim, by its attribute or the attribute's first word.
+_TOPICS: dict[str, str] = {
+    "residence": "travel",
+    "origin": "travel",
+    "planned move": "travel",
+    "plan": "travel",
+    "employer": "work",
+    "occupation": "work",
+    "occupation goal": "work",
+    "boss": "work",
+    "colleague": "work",
+    "coworker": "work",
+    "studies": "education",
+    "diet": "food",
+    "allergy": "health",
+    "pet": "family",
+    "family": "family",
+    "favourite": "preferences",
+    "preference": "preferences",
+    "habit": "hobbies",
+    **dict.fromkeys(
+        ["partner", "boyfriend", "girlfriend", "fiance", "fiancé", "fiancee", "fiancée", "friend", "best friend"],
+        "relationships",
+    ),
+    **dict.fromkeys(["roommate", "flatmate", "neighbour", "neighbor"], "relationships"),
+}
+_FAMILY = frozenset(
+    [
+        "wife",
+        "husband",
+        "son",
+        "daughter",
+        "sister",
+        "brother",
+        "mom",
+        "mum",
+        "mother",
+        "dad",
+        "father",
+        "cousin",
+        "grandma",
+        "grandmother",
+        "grandpa",
+        "grandfather",
+        "aunt",
+        "uncle",
+        "niece",
+        "nephew",
+        "stepson",
+        "stepdaughter",
+        "kid",
+        "child",
+        "baby",
+    ]
+)
+
+
+def topic_of(attribute: str | None) -> str | None:
+    """The topic a claim belongs to ("residence" -> "travel", "pet rex" -> "family", "employer" -> "work"), or None
+    when its attribute says nothing the rules know (then the memory's text decides, as for any memory).
+    """
+    if not attribute:
+        return None
+    key = attribute.strip().lower()
+    if key in _TOPICS:
+        return _TOPICS[key]
+    for size in (2, 1):  # "best friend sam", "pet rex", "preference coffee"
+        head = " ".join(key.split()[:size])
+        if head in _TOPICS:
+            return _TOPICS[head]
+        if head in _FAMILY:
+            return "family"
+    return None
 
 
 def category_of(key: str) -> str | None:

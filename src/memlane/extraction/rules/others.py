@@ -8,9 +8,9 @@ from datetime import datetime
 from memlane.enrich.entities import canonical
 from memlane.extraction.rewrite import absolutise, finish_sentence
 from memlane.extraction.rules.base import (
-    ANIMALS,
     LEADING_TIME,
     MONTHS_DAYS,
+    PET_WORDS,
     PLACE,
     RELS,
     SINGLE_RELS,
@@ -26,13 +26,19 @@ from memlane.extraction.rules.changes import states_age
 from memlane.models import MemoryKind
 
 # -- pets and people -------------------------------------------------------------------------------------------
-_OWNS = rx(r"(?i:\bi (?:just |recently |finally )?(?P<verb>got|have|adopted|bought|rescued|own|found|brought home)\b)")
-_PET = rx(
-    rf"(?i:\b(?P<animal>{ANIMALS})(?:\s+(?!named|called)[a-z]+)?,?\s+(?:named|called|whose name is)\s+)(?P<name>[A-Z][\w'-]+)"
+_OWNS = rx(
+    r"(?i:\b(?:i|we)(?P<perfect>'ve| have)? (?:just |recently |finally |also |now )?(?P<verb>got|have|adopted|bought|"
+    r"rescued|own|found|brought home|took in|welcomed|fostered)\b)"
 )
+# "a border collie called Pepper", "two cats called Tom and Jerry"
+_PET = rx(
+    rf"(?i:\b(?P<animal>{PET_WORDS})(?P<plural>e?s)?(?:\s+(?!named|called)[a-z]+)?,?\s+(?:named|called|whose names? (?:is|are))\s+)"
+    r"(?P<name>[A-Z][\w'-]+(?:(?:,\s*|,?\s+and\s+)[A-Z][\w'-]+)*)"
+)
+_AND = re.compile(r",\s*|,?\s+and\s+")
 _MY_PET = rx(
-    rf"(?i:\bmy (?:(?:new|little|old|sweet|baby|senior|rescue) )?(?P<animal>{ANIMALS}),? (?:(?:named|called) )?)"
-    r"(?P<name>[A-Z][a-z][\w'-]*)\b"
+    rf"(?i:\b(?:my|our) (?:(?:new|little|old|sweet|baby|senior|rescue|family) )?(?P<animal>{PET_WORDS}),? "
+    r"(?:(?:named|called) )?)(?P<name>[A-Z][a-z][\w'-]*)\b"
 )
 _REL_NAMED = rx(rf"(?i:\bmy (?P<rel>{RELS})(?:'s| is)? (?:called|named) )(?P<name>[A-Z][\w'-]+)")
 _REL_APPOSITIVE = rx(
@@ -46,16 +52,17 @@ _REL_STATEMENT = rx(
 
 def people(clause: Clause) -> list[Draft]:
     """Pets ("I got a puppy named Biscuit"), named relations ("my husband is called David", "my wife Elena") and statements about relatives."""
-    text, out = clause.text, []
+    text = clause.text
+    out: list[Draft] = []
     owns = _OWNS.search(text)
     if owns:
-        acquired = owns.group("verb").lower() not in ("have", "own")
+        verb = owns.group("verb").lower()
+        acquired = verb not in ("have", "own") and not (verb == "got" and owns.group("perfect"))
         _, when = absolutise(text, clause.reference, "past") if acquired else (text, None)
         for pm in _PET.finditer(text, owns.end()):
-            animal, name = pm.group("animal").lower(), pm.group("name")
-            if name.lower() in MONTHS_DAYS:
-                continue
-            out.append(_pet(clause, animal, name, when))
+            animal = pm.group("animal").lower()
+            names = _AND.split(pm.group("name")) if pm.group("plural") else [pm.group("name")]
+            out.extend(_pet(clause, animal, name, when) for name in names if name.lower() not in MONTHS_DAYS)
     if not out and (m := _MY_PET.search(text)) and m.group("name").lower() not in MONTHS_DAYS:
         out.append(_pet(clause, m.group("animal").lower(), m.group("name"), None))
     if out:

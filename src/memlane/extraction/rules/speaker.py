@@ -7,6 +7,7 @@ from memlane.extraction.rules.base import (
     CUT,
     DEICTIC,
     JOBS,
+    LEADING_TIME,
     OBJ,
     PLACE,
     Clause,
@@ -111,15 +112,30 @@ _TRAINING = rx(
     r"(?i:\bi(?:'m| am) (?:training|studying|working|learning) to (?:become|be) (?:an? )?)(?P<v>[^,;.!?]{2,60}?)" + CUT
 )
 _I_AM_JOB = rx(rf"(?i:\bi(?:'m| am) (?:an? |now an? )(?P<v>(?:[a-z-]+ ){{0,2}}(?:{JOBS}))s?\b)")
-_WORK_AT = rx(r"(?i:\bi (?:work|am working|'m working) (?:at|for|in) )(?P<v>[^,;.!?]{2,60}?)" + CUT)
+# "I work at Acme", and "I live in Boston and work at Acme" (the same "I" goes on)
+_WORK_AT = rx(
+    r"(?i:\b(?:i|i (?:live|am|'m|moved|grew up)\b[^,;.!?]{1,60}?\band(?: also| now| currently)?) "
+    r"(?P<w>work|am working|'m working) (?:at|for|in) )(?P<v>[^,;.!?]{2,60}?)" + CUT
+)
 _STUDY = rx(
     r"(?i:\bi(?:'m| am) (?:studying|majoring in|doing (?:a|my) (?:degree|phd|masters?|master's|bachelor's) in) )"
     r"(?P<v>[^,;.!?]{2,60}?)" + CUT
 )
-_LIVE = rx(r"(?i:\bi (?:currently |now )?live in )" + PLACE)
+# "I live in", "we now live in", "we're living in"; "I moved to", "we relocated from Boston to Denver", "I've moved back to"
+_LIVE = rx(
+    r"(?i:\b(?:(?:i|we) (?:currently |now |still |actually )?live|(?:i(?:'m| am)|we(?:'re| are)) (?:now |currently |still )?"
+    r"living) in )" + PLACE
+)
 _MOVED = rx(
-    r"(?i:\bi (?:just |recently |finally )?moved )(?:(?i:from )(?P<old>[A-Z][\w'.-]*(?:\s+[A-Z][\w'.-]*){0,3}) )?(?i:to )"
-    + PLACE
+    r"(?i:\b(?:i|we)(?:'ve| have)? (?:just |recently |finally |officially |now |since |eventually )?(?:moved|relocated)"
+    r"(?: back| over| out| away| house| home| all the way)? )(?:(?i:from )(?P<old>[A-Z][\w'.-]*(?:\s+[A-Z][\w'.-]*){0,3}) )?"
+    r"(?i:to )" + PLACE
+)
+_LEAD = rx(rf"(?i:^(?P<lead>{LEADING_TIME}),? )")
+# "We moved to Postgres because the old database was slow" is no new home: moves in technical talk are left out
+_TECHNICAL = rx(
+    r"(?i:\b(?:server|database|db|framework|version|stack|repo(?:sitory)?|library|api|cluster|deploy\w*|migrat\w*|"
+    r"codebase|backend|frontend|kubernetes|docker)s?\b)"
 )
 _FROM = rx(r"(?i:\bi(?:'m| am) (?:originally )?from )" + PLACE)
 _ALLERGY = rx(r"(?i:\bi(?:'m| am) (?:very |severely |deathly )?allergic to )(?P<v>[^,;.!?]{2,40}?)" + CUT)
@@ -154,7 +170,9 @@ def facts(clause: Clause) -> list[Draft]:
         (_STUDY, "study", "studies", 0.8),
     ):
         if m := pattern.search(text):
-            sentence, _ = standalone(clause, text[m.start() : m.end()], None)
+            # "I live in Boston and work at Acme" gives "I work at Acme"
+            span = f"I {text[m.start('w') : m.end()]}" if "w" in m.groupdict() else text[m.start() : m.end()]
+            sentence, _ = standalone(clause, span, None)
             out.append(
                 make_draft(
                     clause,
@@ -169,8 +187,12 @@ def facts(clause: Clause) -> list[Draft]:
                 )
             )
             break
-    if m := _MOVED.search(text):
-        sentence, when = standalone(clause, text[m.start() :], "past")
+    technical = _TECHNICAL.search(text) is not None
+    if (m := _MOVED.search(text)) and not technical:
+        span = text[m.start() :]
+        if lead := _LEAD.match(text):  # "Back in 2015 I moved to Boston" reads "... moved to Boston back in 2015"
+            span = f"{span.rstrip(' .!')} {lead.group('lead')[:1].lower()}{lead.group('lead')[1:]}"
+        sentence, when = standalone(clause, span, "past")
         out.append(
             make_draft(
                 clause,
@@ -181,8 +203,8 @@ def facts(clause: Clause) -> list[Draft]:
                 0.7,
                 event_time=when or clause.reference,
                 attribute="residence",
-                value=m.group("v"),
-                entities=[m.group("v"), *([m.group("old")] if m.group("old") else [])],
+                value=m.group("v").rstrip("."),
+                entities=[m.group("v").rstrip("."), *([m.group("old")] if m.group("old") else [])],
             )
         )
     elif m := _LIVE.search(text):
@@ -196,8 +218,8 @@ def facts(clause: Clause) -> list[Draft]:
                 0.85,
                 0.7,
                 attribute="residence",
-                value=m.group("v"),
-                entities=[m.group("v")],
+                value=m.group("v").rstrip("."),
+                entities=[m.group("v").rstrip(".")],
             )
         )
     if m := _FROM.search(text):

@@ -8,8 +8,8 @@ from typing import Any
 
 import psycopg
 
-from memlane.enrich.entities import AliasRow, canonical
 from memlane.models import MemoryItem
+from memlane.records.entities import AliasRow, canonical
 from memlane.store.alias_tables import AliasTables
 from memlane.store.postgres.db import Database
 from memlane.store.postgres.hot_feed import HotScopes

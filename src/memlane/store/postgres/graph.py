@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 
 from memlane.errors import NotFoundError, ValidationError
-from memlane.graph.types import FUNCTIONAL, EntityNode, GraphSlice, Mention, RelationClaim, RelationEdge, node_type
+from memlane.records.graph import FUNCTIONAL, EntityNode, GraphSlice, Mention, RelationClaim, RelationEdge, node_type
 from memlane.store.postgres.db import Database
 from memlane.store.postgres.rows import run
 from memlane.store.sqlite.rows import from_micros, to_micros

@@ -229,6 +229,12 @@ def get(c: psycopg.Connection[Any], user_id: str, job_id: str) -> Job | None:
     return None if row is None else _job(row)
 
 
+def find(c: psycopg.Connection[Any], job_id: str) -> Job | None:
+    """A job by its id alone, whoever's it is (callers check its scope)."""
+    row = run(c, f"{_SELECT} WHERE id = %s", (job_id,)).fetchone()
+    return None if row is None else _job(row)
+
+
 def select(c: psycopg.Connection[Any], user_id: str | None, state: JobState | None, limit: int) -> list[Job]:
     """Jobs (of one user, or all), oldest first, optionally in one state."""
     parts: list[str] = []

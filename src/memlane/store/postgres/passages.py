@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import psycopg
 
+import memlane.store.postgres.hot_feed as hot_feed
 from memlane.models import MemoryItem, MemoryKind
 from memlane.store.passages import PassageMatrix, PassageVectors
-from memlane.store.postgres import hot_feed
 from memlane.store.postgres.db import COMMITS, Database
 from memlane.store.postgres.rows import SELECT_ITEM, run
 from memlane.store.sqlite.rows import row_to_item

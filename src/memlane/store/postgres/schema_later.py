@@ -202,11 +202,43 @@ LATER_MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
             FOR EACH ROW EXECUTE FUNCTION memlane_alias_orphan();
         """,
     ),
-    # The passages of documents (memlane.documents): spans of the memory's text and one float32 vector each (bytes:
-    # a passage is scanned in the process, never searched here). They go with their memory (a cascade) and with its
-    # text; a user's token changes with every passage written or dropped, so a held matrix knows it is stale.
     (
-        "0010_passages",
+        # The REST server's API keys (only the SHA-256 of each key) and its append-only audit log, shared by every
+        # `memlane serve` process on this database (memlane.server.admin_pg). The library never reads them, and no
+        # export carries them.
+        "0010_server_admin",
+        """
+        CREATE TABLE server_keys (
+            prefix     TEXT PRIMARY KEY,
+            hash       TEXT NOT NULL,
+            tenant     TEXT NOT NULL,
+            scopes     TEXT NOT NULL,
+            name       TEXT NOT NULL DEFAULT '',
+            created_at TIMESTAMPTZ NOT NULL,
+            revoked_at TIMESTAMPTZ
+        );
+        CREATE TABLE server_audit (
+            seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            at         TIMESTAMPTZ NOT NULL,
+            key_prefix TEXT,
+            tenant     TEXT NOT NULL,
+            action     TEXT NOT NULL,
+            user_id    TEXT,
+            target     TEXT,
+            status     INTEGER NOT NULL,
+            detail     TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX server_audit_tenant ON server_audit (tenant, seq);
+        CREATE FUNCTION memlane_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            RAISE EXCEPTION 'the audit log is append-only';
+        END $$;
+        CREATE TRIGGER server_audit_append_only BEFORE UPDATE OR DELETE ON server_audit
+            FOR EACH ROW EXECUTE FUNCTION memlane_audit_append_only();
+        """,
+    ),
+    (
+        "0011_passages",
         """
         CREATE TABLE passages (
             pk      BIGINT NOT NULL REFERENCES memories (pk) ON DELETE CASCADE,

@@ -15,10 +15,10 @@ import psycopg
 
 import memlane.store.postgres.jobs as jobs_sql
 from memlane.embedding.base import Vectors
-from memlane.enrich.entities import AliasRow, canonical
 from memlane.errors import NotFoundError, StoreError
-from memlane.graph.types import RelationClaim
 from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKind, utcnow
+from memlane.records.entities import AliasRow, canonical
+from memlane.records.graph import RelationClaim
 from memlane.store.alias_tables import AliasTables
 from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.passages import PassageVectors
@@ -110,6 +110,29 @@ def remove_row(
     erase_text(c, user_id, memory_id)
     forget_links(c, user_id, memory_id)
     log_event(c, user_id, memory_id, HistoryEvent.DELETE, at, changes=changes)
+
+
+def drop_derived(c: psycopg.Connection[Any], user_id: str, memory_id: str, at: datetime, why: str) -> list[str]:
+    """Erase what was derived from a memory's text: typed memories drawn from it alone are removed (with their
+    entity rows, relations and aliases), the others lose it as a source. ``why`` names the cause in their history
+    (``source_deleted``, or ``source_rewritten`` when an update replaced the text). Returns the removed ids.
+    """
+    removed: list[str] = []
+    derived = run(
+        c,
+        "SELECT pk, id, sources FROM memories WHERE user_id = %s AND kind = ANY(%s) "  # (user_id, kind) index
+        "AND sources::jsonb @> jsonb_build_array(jsonb_build_object('memory_id', %s::text)) ORDER BY pk",
+        (user_id, [str(k) for k in TYPED_KINDS], memory_id),
+    ).fetchall()
+    for dpk, mid, sources in derived:
+        kept = [ref for ref in json.loads(sources) if ref.get("memory_id") != memory_id]
+        if kept:
+            run(c, "UPDATE memories SET sources = %s WHERE pk = %s", (json.dumps(kept), int(dpk)))
+            log_event(c, user_id, mid, HistoryEvent.UPDATE, at, changes={why: memory_id})
+        else:
+            removed.append(str(mid))
+            remove_row(c, user_id, int(dpk), str(mid), at, {why: memory_id})
+    return removed
 
 
 def _next_position(
@@ -234,6 +257,8 @@ class PostgresWrites:
     ) -> None:
         with self._db.atomic(item.user_id) as c:
             pk = row_key(c, item.user_id, item.id)
+            if entry.old_text is not None and entry.old_text != entry.new_text:  # a rewrite erases as a delete does
+                drop_derived(c, item.user_id, item.id, entry.at, "source_rewritten")
             update_fields(c, pk, item)
             write_aliases(c, item.user_id, aliases)
             if taught is not None:  # the text was read again: what it teaches now is what it is the source of
@@ -257,20 +282,7 @@ class PostgresWrites:
             pk = row_key(c, user_id, memory_id)
             removed = [memory_id]
             remove_row(c, user_id, pk, memory_id, at, {})
-            derived = run(
-                c,
-                "SELECT pk, id, sources FROM memories WHERE user_id = %s AND kind = ANY(%s) "  # (user_id, kind) index
-                "AND sources::jsonb @> jsonb_build_array(jsonb_build_object('memory_id', %s::text)) ORDER BY pk",
-                (user_id, [str(k) for k in TYPED_KINDS], memory_id),
-            ).fetchall()
-            for dpk, mid, sources in derived:
-                kept = [ref for ref in json.loads(sources) if ref.get("memory_id") != memory_id]
-                if kept:
-                    run(c, "UPDATE memories SET sources = %s WHERE pk = %s", (json.dumps(kept), int(dpk)))
-                    log_event(c, user_id, mid, HistoryEvent.UPDATE, at, changes={"source_deleted": memory_id})
-                else:
-                    removed.append(str(mid))
-                    remove_row(c, user_id, int(dpk), str(mid), at, {"source_deleted": memory_id})
+            removed += drop_derived(c, user_id, memory_id, at, "source_deleted")
         self._aliases.forget(user_id)  # an orphaned entity's name leaves this process too
         return removed
 

@@ -7,8 +7,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Final
 
-from memlane.enrich.entities import AliasRow, canonical
 from memlane.models import MemoryItem
+from memlane.records.entities import AliasRow, canonical
 from memlane.store.alias_tables import AliasTables
 from memlane.store.sqlite.db import CHUNK, Database, marks
 from memlane.store.sqlite.hot_feed import HotScopes

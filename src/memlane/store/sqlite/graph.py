@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memlane.errors import NotFoundError, ValidationError
-from memlane.graph.types import FUNCTIONAL, EntityNode, GraphSlice, Mention, RelationClaim, RelationEdge, node_type
+from memlane.records.graph import FUNCTIONAL, EntityNode, GraphSlice, Mention, RelationClaim, RelationEdge, node_type
 from memlane.store.sqlite.db import CHUNK, Database, marks
 from memlane.store.sqlite.rows import from_micros, to_micros
 

@@ -217,6 +217,12 @@ def get(c: sqlite3.Connection, user_id: str, job_id: str) -> Job | None:
     return None if row is None else _job(row)
 
 
+def find(c: sqlite3.Connection, job_id: str) -> Job | None:
+    """A job by its id alone, whoever's it is (callers check its scope)."""
+    row = c.execute(f"{_SELECT} WHERE id = ?", (job_id,)).fetchone()
+    return None if row is None else _job(row)
+
+
 def select(c: sqlite3.Connection, user_id: str | None, state: JobState | None, limit: int) -> list[Job]:
     """Jobs (of one user, or all), oldest first, optionally in one state."""
     parts, params = [], []

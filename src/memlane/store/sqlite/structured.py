@@ -9,10 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memlane.store.sqlite.db import Database
-from memlane.store.sqlite.rows import from_micros, to_micros
-from memlane.store.sqlite.text import scope_token
-from memlane.structured.query import (
+from memlane.records.structured import (
     CompiledSQL,
     EntityRows,
     EntitySelect,
@@ -22,6 +19,9 @@ from memlane.structured.query import (
     SelectedEntity,
     SelectedMemory,
 )
+from memlane.store.sqlite.db import Database
+from memlane.store.sqlite.rows import from_micros, to_micros
+from memlane.store.sqlite.text import scope_token
 
 # When a memory happened: its event time, unless its event span holds the moment it was said or seen ("today"
 # said at 21:40 happened at 21:40 for ordering, not at midnight).

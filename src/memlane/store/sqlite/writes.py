@@ -13,10 +13,10 @@ import numpy as np
 
 import memlane.store.sqlite.jobs as jobs_sql
 from memlane.embedding.base import Vectors
-from memlane.enrich.entities import AliasRow
 from memlane.errors import NotFoundError, StoreError
-from memlane.graph.types import RelationClaim
 from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, Job, MemoryItem, utcnow
+from memlane.records.entities import AliasRow
+from memlane.records.graph import RelationClaim
 from memlane.store.alias_tables import AliasTables
 from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.passages import PassageVectors
@@ -67,6 +67,31 @@ def remove_row(
     erase_text(c, user_id, memory_id)
     forget_links(c, user_id, memory_id)
     log_event(c, user_id, memory_id, HistoryEvent.DELETE, at, changes=changes)
+
+
+def drop_derived(
+    c: sqlite3.Connection, user_id: str, memory_id: str, at: datetime, why: str
+) -> builtins.list[tuple[int, str]]:
+    """Erase what was derived from a memory's text: typed memories drawn from it alone are removed (with their
+    entity rows, relations and aliases), the others lose it as a source. ``why`` names the cause in their history
+    (``source_deleted``, or ``source_rewritten`` when an update replaced the text). Returns the removed rows.
+    """
+    removed: builtins.list[tuple[int, str]] = []
+    # The typed memories by the (user_id, kind) index (a scope's messages are never read): kind IN (...),
+    # since kind != 'message' made SQLite walk every row of the user (a delete at 100k: 55 -> 9 ms).
+    for dpk, mid, sources in c.execute(
+        f"SELECT pk, id, sources FROM memories m WHERE m.user_id = ? AND m.kind IN ({marks(len(TYPED_KINDS))}) "
+        "AND EXISTS (SELECT 1 FROM json_each(m.sources) s WHERE json_extract(s.value, '$.memory_id') = ?)",
+        (user_id, *TYPED_KINDS, memory_id),
+    ).fetchall():
+        kept = [ref for ref in json.loads(sources) if ref.get("memory_id") != memory_id]
+        if kept:
+            c.execute("UPDATE memories SET sources = ? WHERE pk = ?", (json.dumps(kept), int(dpk)))
+            log_event(c, user_id, mid, HistoryEvent.UPDATE, at, changes={why: memory_id})
+        else:
+            removed.append((int(dpk), str(mid)))
+            remove_row(c, user_id, int(dpk), str(mid), at, {why: memory_id})
+    return removed
 
 
 class SQLiteWrites:
@@ -189,8 +214,11 @@ class SQLiteWrites:
         taught: Sequence[str] | None = None,
     ) -> None:
         versions = None
+        dropped: builtins.list[tuple[int, str]] = []
         with self._db.atomic() as c:
             pk = row_key(c, item.user_id, item.id)
+            if entry.old_text is not None and entry.old_text != entry.new_text:  # a rewrite erases as a delete does
+                dropped = drop_derived(c, item.user_id, item.id, entry.at, "source_rewritten")
             update_fields(c, pk, item)
             write_aliases(c, item.user_id, aliases)
             if taught is not None:  # the text was read again: what it teaches now is what it is the source of
@@ -206,36 +234,30 @@ class SQLiteWrites:
                 drop_entry(c, pk)
                 index_entry(c, pk, item, index_text, kept[0] if kept else "")
                 versions = self._db.bump(c, item.user_id)
+            elif dropped:
+                versions = self._db.bump(c, item.user_id)
             log_event(c, item.user_id, item.id, entry.event, entry.at, entry.old_text, entry.new_text, entry.changes)
-        if versions is not None and vector is not None:
+            if dropped and not self._fts_secure_delete:  # an older SQLite: no term of a dropped copy survives
+                purge_deleted_terms(c)
+        if versions is not None:
+            fresh = vector is not None
             self._cache.advance(
                 item.user_id,
                 *versions,
-                remove=[pk],
-                add=([pk], [item.id], np.asarray(vector, np.float32).reshape(1, -1)),
+                remove=[pk] * fresh + [k for k, _ in dropped],
+                add=([pk], [item.id], np.asarray(vector, np.float32).reshape(1, -1)) if fresh else None,
             )
             self._cache.erased(item.user_id)  # the old text's vector must not outlive it on disk
             self._aliases.forget(item.user_id)  # nor a name only the old text had
+        if dropped:
+            self._db.truncate_wal()  # the WAL still holds the dropped copies' pages
 
     def delete(self, user_id: str, memory_id: str, at: datetime) -> builtins.list[str]:
         with self._db.atomic() as c:
             pk = row_key(c, user_id, memory_id)
             removed = [(pk, memory_id)]
             remove_row(c, user_id, pk, memory_id, at, {})
-            # The typed memories by the (user_id, kind) index (a scope's messages are never read): kind IN (...),
-            # since kind != 'message' made SQLite walk every row of the user (a delete at 100k: 55 -> 9 ms).
-            for dpk, mid, sources in c.execute(
-                f"SELECT pk, id, sources FROM memories m WHERE m.user_id = ? AND m.kind IN ({marks(len(TYPED_KINDS))}) "
-                "AND EXISTS (SELECT 1 FROM json_each(m.sources) s WHERE json_extract(s.value, '$.memory_id') = ?)",
-                (user_id, *TYPED_KINDS, memory_id),
-            ).fetchall():
-                kept = [ref for ref in json.loads(sources) if ref.get("memory_id") != memory_id]
-                if kept:
-                    c.execute("UPDATE memories SET sources = ? WHERE pk = ?", (json.dumps(kept), int(dpk)))
-                    log_event(c, user_id, mid, HistoryEvent.UPDATE, at, changes={"source_deleted": memory_id})
-                else:
-                    removed.append((int(dpk), str(mid)))
-                    remove_row(c, user_id, int(dpk), str(mid), at, {"source_deleted": memory_id})
+            removed += drop_derived(c, user_id, memory_id, at, "source_deleted")
             versions = self._db.bump(c, user_id)
             if not self._fts_secure_delete:  # an older SQLite: merge the index so no term of the text survives
                 purge_deleted_terms(c)

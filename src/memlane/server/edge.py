@@ -1,0 +1,45 @@
+"""Authentication before the body: a request without a valid key is refused from its headers alone, before a byte
+of its body is read, so an anonymous client cannot hold server resources by sending a body slowly (or never).
+
+The bearer token is read as ``HTTPBearer`` reads it (scheme ``Bearer``, case-insensitive); the route's dependency
+checks the scope and the rate limit afterwards, with the same key lookup. Probes and the API docs pass unchecked.
+"""
+
+from __future__ import annotations
+
+from fastapi import HTTPException
+
+from memlane.server.limits import ASGIApp, Receive, Scope, Send, has_body, refuse
+from memlane.server.service import Service
+
+#: Paths served without a key: probes and the documentation.
+OPEN_PATHS = frozenset({"/health", "/ready", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+
+
+def bearer(scope: Scope) -> str | None:
+    """The token of an ``Authorization: Bearer ...`` header, or ``None``."""
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() or None if scheme.lower() == "bearer" else None
+    return None
+
+
+class KeyFirst:
+    """Refuse (401) a request that carries no valid key before its body is read; the connection is closed when a
+    body was announced, so the unread rest is never taken for the next request.
+    """
+
+    def __init__(self, app: ASGIApp, service: Service) -> None:
+        self.app, self.service = app, service
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.service.settings.insecure_dev or scope.get("path") in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        try:
+            self.service.identify(bearer(scope))
+        except HTTPException as exc:
+            await refuse(send, exc.status_code, str(exc.detail), dict(exc.headers or {}), close=has_body(scope))
+            return
+        await self.app(scope, receive, send)
