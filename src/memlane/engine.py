@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the services, models and stores load when a Memory is made,
     from memlane.answer.context import Context
     from memlane.broker import JobRun, RetryPolicy
     from memlane.config import Config, RetrievalPreset
+    from memlane.documents.service import DocumentsInput
     from memlane.embedding import Embedder
     from memlane.graph.neighbourhood import Neighbourhood
     from memlane.llm.usage import UsageCounter
@@ -158,6 +159,27 @@ class Memory:
             metadata=metadata,
             infer=infer,
             async_mode=async_mode,
+        )
+
+    def add_documents(
+        self,
+        documents: DocumentsInput,
+        *,
+        user_id: str,
+        agent_id: str | None = None,
+        timestamp: datetime | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tenant: str | None = None,
+    ) -> AddResult:
+        """Store documents or notes (strings, ``Document``s or their dicts) as ``kind=document`` memories, all or none.
+
+        Unlike ``add``, each is a memory of its own: no session, no neighbours, no extraction. A long text is split
+        into passages at paragraph and sentence boundaries within the embedder's window, each embedded; search
+        scores the document by its best passage and names it (``Hit.passage``). A text already stored (same user,
+        agent and normalised text) is returned as stored and listed in ``duplicates``.
+        """
+        return self._services.documents.add(
+            documents, user_id=user_id, agent_id=agent_id, timestamp=timestamp, metadata=metadata, tenant=tenant
         )
 
     def observe(

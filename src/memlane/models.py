@@ -59,9 +59,10 @@ Timestamp = Annotated[datetime, Field(description="aware UTC datetime; ISO 8601 
 
 
 class MemoryKind(enum.StrEnum):
-    """What a memory is: a stored turn, or a typed memory distilled from turns."""
+    """What a memory is: a stored turn, a stored document or note, or a typed memory distilled from turns."""
 
     MESSAGE = "message"
+    DOCUMENT = "document"  # a text that is not a conversation turn: no session, no neighbours (memlane.documents)
     PREFERENCE = "preference"
     FACT = "fact"
     PLAN = "plan"
@@ -143,8 +144,45 @@ class MemoryItem(BaseModel):
         return self.valid_until is None
 
 
-#: The kinds an extractor produces (every kind but ``message``).
-TYPED_KINDS: tuple[MemoryKind, ...] = tuple(k for k in MemoryKind if k is not MemoryKind.MESSAGE)
+#: The lossless record: what callers store (turns and observations, documents and notes), never derived.
+RECORD_KINDS: tuple[MemoryKind, ...] = (MemoryKind.MESSAGE, MemoryKind.DOCUMENT)
+
+#: The kinds an extractor produces (every kind but the lossless record's).
+TYPED_KINDS: tuple[MemoryKind, ...] = tuple(k for k in MemoryKind if k not in RECORD_KINDS)
+
+
+class Document(BaseModel):
+    """A text to remember that is not a conversation turn: a note, a page, a support answer.
+
+    Stored losslessly as one ``kind=document`` memory with no session and no neighbours; a long text is also
+    embedded passage by passage, so that all of it can be found. ``title`` and ``source`` are kept in the memory's
+    metadata (keys ``title`` and ``source``, so ``Filters(metadata={"source": ...})`` selects by them).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    title: str | None = None
+    source: str | None = Field(default=None, description="where the text comes from: a path, a URL, an id")
+    timestamp: datetime | None = Field(default=None, description="when it was written; default: when it is added")
+    metadata: Metadata = Field(default_factory=dict)
+
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _parse_timestamp(cls, value: Any) -> datetime | None:
+        return None if value is None else parse_time(value)
+
+
+class Passage(BaseModel):
+    """The part of a document that matched a query: its place among the document's passages and its span."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    index: int = Field(ge=0, description="0-based number of the passage in its document")
+    count: int = Field(ge=1, description="how many passages the document was split into")
+    start: int = Field(ge=0, description="offset of the passage's first character in the memory's text")
+    end: int = Field(ge=0, description="offset just past its last character")
+    score: float = Field(description="the passage's cosine similarity to the query")
 
 
 class ScoreBreakdown(BaseModel):
@@ -177,6 +215,10 @@ class Hit(BaseModel):
             "other forms of the same statement that matched too, ranked below this hit and folded into it: the "
             "message a typed memory was distilled from, or typed memories distilled from this message"
         ),
+    )
+    passage: Passage | None = Field(
+        default=None,
+        description="for a document split into passages: the passage whose vector gave the dense score",
     )
     flag: InjectionFlag | None = Field(
         default=None,

@@ -170,6 +170,7 @@ def test_audit_log_records_who_did_what_and_is_append_only(api):
 MID = "0" * 32
 ROUTES: list[tuple[str, str, dict[str, Any], str]] = [
     ("POST", "/v1/memories", {"json": {"user_id": "ana", "messages": ["hi"]}}, "write"),
+    ("POST", "/v1/documents", {"json": {"user_id": "ana", "documents": ["a note"]}}, "write"),
     ("POST", "/v1/search", {"json": {"user_id": "ana", "query": "hi"}}, "read"),
     ("POST", "/v1/context", {"json": {"user_id": "ana", "query": "hi"}}, "read"),
     ("GET", f"/v1/memories/{MID}", {"params": {"user_id": "ana"}}, "read"),

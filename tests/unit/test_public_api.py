@@ -8,9 +8,9 @@ import sys
 import memlane
 
 EXPECTED = {
-    "AddResult", "Answer", "ArchivedMemory", "Config", "ConfigError", "Context", "CorruptStoreError", "Embedder", "EmbedderMismatchError",
+    "AddResult", "Answer", "ArchivedMemory", "Config", "ConfigError", "Context", "CorruptStoreError", "Document", "Embedder", "EmbedderMismatchError",
     "EmbeddingError", "Filters", "HistoryEntry", "HistoryEvent", "Hit", "ImportFormatError", "Job", "JobState", "JobTimeoutError", "MemlaneError",
-    "Memory", "MemoryItem", "MemoryKind", "Message", "MissingDependencyError", "MissingScopeError",
+    "Memory", "MemoryItem", "MemoryKind", "Message", "MissingDependencyError", "Passage", "MissingScopeError",
     "NotFoundError", "Observation", "RetrievalError", "RetrievalPreset", "SchemaError", "ScoreBreakdown", "SourceRef", "Stats", "StoreError",
     "SurvivalWeights", "UnknownFilterError", "ValidationError", "__version__",
 }  # fmt: skip

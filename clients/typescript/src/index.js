@@ -118,6 +118,10 @@ export class MemlaneClient {
    * @param {Body<"add_memories">} body @returns {Promise<Result<"add_memories">>} */
   addMemories(body) { return this.#json("POST", "/v1/memories", { json: body }); }
 
+  /** Store documents or notes, each a memory of its own (no session, no neighbours), scored by their best passage.
+   * @param {Body<"add_documents">} body @returns {Promise<Result<"add_documents">>} */
+  addDocuments(body) { return this.#json("POST", "/v1/documents", { json: body }); }
+
   /** The memories that best answer a query (`explain: true` keeps each hit's breakdown).
    * @param {Body<"search">} body @returns {Promise<Result<"search">>} */
   search(body) { return this.#json("POST", "/v1/search", { json: body }); }

@@ -56,6 +56,9 @@ export class MemlaneClient {
     /** Store messages and extract typed memories (`async: true` queues that and names the job).
      * @param {Body<"add_memories">} body @returns {Promise<Result<"add_memories">>} */
     addMemories(body: Body<"add_memories">): Promise<Result<"add_memories">>;
+    /** Store documents or notes, each a memory of its own (no session, no neighbours), scored by their best passage.
+     * @param {Body<"add_documents">} body @returns {Promise<Result<"add_documents">>} */
+    addDocuments(body: Body<"add_documents">): Promise<Result<"add_documents">>;
     /** The memories that best answer a query (`explain: true` keeps each hit's breakdown).
      * @param {Body<"search">} body @returns {Promise<Result<"search">>} */
     search(body: Body<"search">): Promise<Result<"search">>;

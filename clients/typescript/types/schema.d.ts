@@ -231,6 +231,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/documents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add Documents
+         * @description Store documents or notes (all or none), each a memory of its own with no session and no neighbours; a long
+         *     text is embedded passage by passage, and search names the passage that matched. A text already stored is
+         *     listed in `duplicates`.
+         */
+        post: operations["add_documents"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/entities/merge": {
         parameters: {
             query?: never;
@@ -894,6 +916,45 @@ export interface components {
             deleted?: string[];
         };
         /**
+         * DocumentIn
+         * @description One document: its text, and optionally a title, a source (path, URL, id), a time and metadata.
+         */
+        DocumentIn: {
+            /** Metadata */
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /** Source */
+            source?: string | null;
+            /** Text */
+            text: string;
+            /** Timestamp */
+            timestamp?: string | null;
+            /** Title */
+            title?: string | null;
+        };
+        /**
+         * DocumentsRequest
+         * @description ``POST /v1/documents``: the arguments of ``Memory.add_documents``.
+         */
+        DocumentsRequest: {
+            /** Agent Id */
+            agent_id?: string | null;
+            /** Documents */
+            documents: (string | components["schemas"]["DocumentIn"])[];
+            /** Metadata */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
+            /** Timestamp */
+            timestamp?: string | null;
+            /**
+             * User Id
+             * @description the user within the key's tenant
+             */
+            user_id: string;
+        };
+        /**
          * EntityNode
          * @description An entity node: canonical name, node type, display form, the aliases that resolve to it, and how many
          *     memories mention it.
@@ -1015,6 +1076,8 @@ export interface components {
             /** @description set when the memory is flagged as a likely prompt injection (the adapters fill it in): never put its text in a prompt unfenced */
             flag?: components["schemas"]["InjectionFlag"] | null;
             memory: components["schemas"]["MemoryItem"];
+            /** @description for a document split into passages: the passage whose vector gave the dense score */
+            passage?: components["schemas"]["Passage"] | null;
             /**
              * Query
              * @description the query this hit answers (used by feedback)
@@ -1275,10 +1338,10 @@ export interface components {
         };
         /**
          * MemoryKind
-         * @description What a memory is: a stored turn, or a typed memory distilled from turns.
+         * @description What a memory is: a stored turn, a stored document or note, or a typed memory distilled from turns.
          * @enum {string}
          */
-        MemoryKind: "message" | "preference" | "fact" | "plan" | "event" | "entity" | "relation" | "routine";
+        MemoryKind: "message" | "document" | "preference" | "fact" | "plan" | "event" | "entity" | "relation" | "routine";
         /**
          * MergeRequest
          * @description ``POST /v1/entities/merge``: two names (or aliases) of the same entity.
@@ -1420,6 +1483,37 @@ export interface components {
          * @enum {string}
          */
         Op: "count" | "exists" | "list" | "first" | "last" | "order" | "range";
+        /**
+         * Passage
+         * @description The part of a document that matched a query: its place among the document's passages and its span.
+         */
+        Passage: {
+            /**
+             * Count
+             * @description how many passages the document was split into
+             */
+            count: number;
+            /**
+             * End
+             * @description offset just past its last character
+             */
+            end: number;
+            /**
+             * Index
+             * @description 0-based number of the passage in its document
+             */
+            index: number;
+            /**
+             * Score
+             * @description the passage's cosine similarity to the query
+             */
+            score: number;
+            /**
+             * Start
+             * @description offset of the passage's first character in the memory's text
+             */
+            start: number;
+        };
         /**
          * Problem
          * @description Every error: a short, clear ``detail``; for invalid input (400) one entry per problem in ``errors``.
@@ -2590,6 +2684,84 @@ export interface operations {
             };
             /** @description the store was indexed with another embedder */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit of this key exceeded; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description server busy or store unavailable; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    add_documents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DocumentsRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddResult"];
+                };
+            };
+            /** @description invalid input (the detail names the field and the limit) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no key, an unknown key or a revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the key lacks the scope this route needs */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

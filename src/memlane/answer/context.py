@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlane.answer.fence import ItemFence
-from memlane.models import Hit, MemoryItem, MemoryKind
+from memlane.models import TYPED_KINDS, Hit, MemoryItem
 
 
 class Context(BaseModel):
@@ -45,8 +45,8 @@ def assemble(
         if item.id not in seen and item.is_current:
             seen.add(item.id)
             ordered.append(item)
-    facts = [m for m in ordered if m.kind is not MemoryKind.MESSAGE]
-    turns = [m for m in ordered if m.kind is MemoryKind.MESSAGE]
+    facts = [m for m in ordered if m.kind in TYPED_KINDS]
+    turns = [m for m in ordered if m.kind not in TYPED_KINDS]
     parts = [fence.preamble]
     used = approx_tokens(fence.preamble)
     kept: list[MemoryItem] = []

@@ -14,6 +14,7 @@ from typer.core import TyperGroup
 import memlane.cli.memories as memories
 import memlane.cli.upkeep as upkeep
 from memlane.cli.bench import bench_app
+from memlane.cli.documents import add_docs
 from memlane.cli.graph import graph
 from memlane.cli.mcp import mcp_command
 from memlane.cli.migrate import migrate_command
@@ -79,6 +80,7 @@ app.command(name="mcp")(mcp_command)
 app.command(name="worker")(worker_command)
 app.command(name="graph")(graph)
 app.command(name="migrate")(migrate_command)
+app.command(name="add-docs")(add_docs)  # memlane.cli.documents
 app.command()(memories.add)
 app.command()(memories.search)
 app.command()(memories.ask)

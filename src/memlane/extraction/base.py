@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memlane.enrich.classify import CATEGORIES
 from memlane.llm.base import Usage
-from memlane.models import MemoryItem, MemoryKind, parse_time
+from memlane.models import TYPED_KINDS, MemoryItem, MemoryKind, parse_time
 
 DEFAULT_MIN_CONFIDENCE = 0.6
 
@@ -41,8 +41,8 @@ class Candidate(BaseModel):
     @field_validator("kind")
     @classmethod
     def _typed_kind(cls, value: MemoryKind) -> MemoryKind:
-        if value is MemoryKind.MESSAGE:
-            raise ValueError("a candidate is a typed memory, not a message")
+        if value not in TYPED_KINDS:
+            raise ValueError(f"a candidate is a typed memory, not a {value.value}")
         return value
 
     @field_validator("category")

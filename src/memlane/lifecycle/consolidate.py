@@ -17,7 +17,7 @@ from memlane.extraction.parsing import complete_structured
 from memlane.extraction.prompts import consolidate as consolidate_prompt
 from memlane.lifecycle.dedup import DedupThresholds, is_similar, normalise_text
 from memlane.llm.base import ChatModel
-from memlane.models import MemoryItem, MemoryKind, as_utc
+from memlane.models import TYPED_KINDS, MemoryItem, MemoryKind, as_utc
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ class RuleConsolidator:
         self.thresholds = thresholds or DedupThresholds()
 
     def decide(self, candidate: Candidate, related: Sequence[Related], *, at: datetime) -> Decision:
-        live = [r for r in related if r.item.kind is not MemoryKind.MESSAGE and is_current(r.item)]
+        live = [r for r in related if r.item.kind in TYPED_KINDS and is_current(r.item)]
         text = normalise_text(candidate.text)
         for r in live:
             if r.item.kind == candidate.kind and normalise_text(r.item.text) == text:
@@ -239,7 +239,7 @@ class LLMConsolidator:
         self.related_limit = related_limit
 
     def decide(self, candidate: Candidate, related: Sequence[Related], *, at: datetime) -> Decision:
-        live = [r for r in related if r.item.kind is not MemoryKind.MESSAGE and is_current(r.item)]
+        live = [r for r in related if r.item.kind in TYPED_KINDS and is_current(r.item)]
         live = sorted(live, key=lambda r: -r.similarity)[: self.related_limit]
         ruled = self.fallback.decide(candidate, live, at=at)
         if not live or ruled.action is Action.NOOP:

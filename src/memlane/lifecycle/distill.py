@@ -22,6 +22,7 @@ from memlane.lifecycle.dedup import cosine, merge_into, merge_sources, normalise
 from memlane.lifecycle.survival import SurvivalWeights, choose_evictions
 from memlane.llm.base import Usage
 from memlane.models import (
+    RECORD_KINDS,
     TYPED_KINDS,
     Filters,
     HistoryEntry,
@@ -116,7 +117,7 @@ class Distiller:
         self.min_confidence = min_confidence
         self.capacity = capacity
         self.weights = weights or SurvivalWeights()
-        self.protect = () if evict_messages else (MemoryKind.MESSAGE,)
+        self.protect = () if evict_messages else RECORD_KINDS
 
     # -- extraction --------------------------------------------------------------------------------
     def run(
@@ -249,7 +250,7 @@ class Distiller:
     ) -> None:
         pending = {new.content_hash: new for new, _ in plan.new}
         twin = pending.get(item.content_hash) or stored.get(item.content_hash)
-        if twin is not None and twin.kind is not MemoryKind.MESSAGE and plan.current(twin).is_current:
+        if twin is not None and twin.kind in TYPED_KINDS and plan.current(twin).is_current:
             self._absorb(plan, plan.current(twin), item, "same text")
             return
         related = self._related(user_id, plan, vec)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memlane.errors import ConfigError
-from memlane.models import MemoryItem, MemoryKind, as_utc
+from memlane.models import RECORD_KINDS, MemoryItem, MemoryKind, as_utc
 
 DAY = 86_400.0
 
@@ -84,7 +84,7 @@ def choose_evictions(
     *,
     now: datetime,
     weights: SurvivalWeights | None = None,
-    protect: Iterable[MemoryKind] = (MemoryKind.MESSAGE,),
+    protect: Iterable[MemoryKind] = RECORD_KINDS,
 ) -> list[str]:
     """Ids of the memories to evict so that at most ``capacity`` evictable ones remain, lowest survival first.
 

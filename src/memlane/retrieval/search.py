@@ -12,6 +12,7 @@ from typing import Protocol
 import numpy as np
 
 from memlane.config import RetrievalPreset
+from memlane.documents.dense import PassageDense
 from memlane.embedding.base import Embedder, Vectors
 from memlane.enrich.aliases import EntityResolver, relation_of
 from memlane.enrich.entities import canonical
@@ -321,6 +322,7 @@ class Retriever:
         self._reranker = reranker
         self._rerank_depth = rerank_depth
         self._graph = GraphDimension(store)
+        self._dense = PassageDense(store, store)  # documents score their best passage (memlane.documents)
         self._last = threading.local()  # this thread's last graph paths, for the hits' explanations
 
     def plan(
@@ -404,7 +406,7 @@ class Retriever:
         if "dense" not in dims:
             qvec = None
         if qvec is not None:
-            signals["dense"] = dict(self._store.vector_search(user_id, qvec, n, filters))
+            signals["dense"] = self._dense.search(user_id, qvec, n, filters)
         if "lexical" in dims:
             signals["lexical"] = dict(self._store.text_search(user_id, plan.terms, n, filters))
         pool = list(dict.fromkeys(k for s in signals.values() for k in s))
@@ -490,7 +492,7 @@ class Retriever:
         """Give every key an exact score in every content dimension, not just in those that nominated it."""
         if qvec is not None and "dense" in signals:
             missing = [k for k in keys if k not in signals["dense"]]
-            signals["dense"].update(self._store.vector_scores(user_id, qvec, missing))
+            signals["dense"].update(self._dense.scores(user_id, qvec, missing))
         if "lexical" in signals:
             missing = [k for k in keys if k not in signals["lexical"]]
             found = self._store.text_scores(user_id, terms, missing, filters) if missing else {}
@@ -557,6 +559,7 @@ class Retriever:
                     breakdown=by_key[k].breakdown,
                     triggers={d: plan.triggers[d] for d in by_key[k].breakdown if d in plan.triggers},
                     query=query,
+                    passage=self._dense.passage(k) if "dense" in by_key[k].breakdown else None,
                 )
                 for k in keys
                 if k in items

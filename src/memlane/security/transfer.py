@@ -17,7 +17,7 @@ from typing import IO
 from pydantic import ValidationError as PydanticValidationError
 
 from memlane.errors import ImportFormatError, MemlaneError, ValidationError
-from memlane.models import MemoryItem, MemoryKind
+from memlane.models import TYPED_KINDS, MemoryItem
 from memlane.security.validation import (
     INT64_MAX,
     Limits,
@@ -70,7 +70,7 @@ def check_item(item: MemoryItem, limits: Limits) -> MemoryItem:
         check_int(item.position, what="position", low=0, high=INT64_MAX)
     # A typed memory's metadata is the union of its sources' (each within the limits of add): same depth and value
     # rules, a larger size budget, so that nothing memlane derived itself is refused on the way out.
-    derived = item.kind is not MemoryKind.MESSAGE
+    derived = item.kind in TYPED_KINDS
     budget = DERIVED_SCALE if derived else 1
     item.metadata = check_metadata(
         item.metadata,

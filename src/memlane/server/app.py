@@ -21,6 +21,7 @@ from memlane.errors import MemlaneError, ValidationError
 from memlane.models import AddResult, FlaggedMemory, HistoryEntry, Hit, Job, MemoryItem, Stats
 from memlane.security.hit_flags import flag_hits
 from memlane.server.admin_store import AdminStore, open_admin_store
+from memlane.server.documents import router as documents_router
 from memlane.server.edge import KeyFirst
 from memlane.server.limits import BodyLimit, InFlightLimit
 from memlane.server.metrics import MetricsMiddleware
@@ -423,5 +424,6 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
             for e in entries
         ]
 
+    app.include_router(documents_router)  # POST /v1/documents (memlane.server.documents)
     register(app)  # the routes beyond the memories' own (memlane.server.routes)
     return app

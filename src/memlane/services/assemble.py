@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from memlane.broker import RetryPolicy, publisher_for
 from memlane.config import Config
+from memlane.documents.service import Documents
 from memlane.embedding import Embedder, make_embedder, store_spec
 from memlane.enrich.pipeline import Enricher
 from memlane.errors import StoreError
@@ -54,6 +55,7 @@ class Services:
     security: Security
     graph: Graph
     transfer: Transfer
+    documents: Documents
 
     def close(self) -> None:
         """Stop the job worker (after the job in hand; queued jobs wait for the next open) and close the store."""
@@ -99,6 +101,7 @@ def assemble(
     guard = Guard(config, chat=extraction.chat)  # injection detection and PII redaction
     enricher = Enricher(model)
     indexer = Indexer(core, store, enricher, guard)
+    documents = Documents(core, indexer)
     retriever = Retriever(
         store,
         model,
@@ -142,10 +145,11 @@ def assemble(
         writes=Writes(core, store, indexer, distiller, jobs),
         reads=Reads(core, store, retriever, security, extraction.chat),
         jobs=jobs,
-        lifecycle=Lifecycle(core, store, indexer, distiller),
+        lifecycle=Lifecycle(core, store, indexer, distiller, documents),
         security=security,
         graph=Graph(core, store, indexer),
-        transfer=Transfer(core, store, indexer, enricher),
+        transfer=Transfer(core, store, indexer, enricher, documents),
+        documents=documents,
     )
     if not store.read_only:  # a read-only store runs no jobs: they wait for a writer
         worker.recover()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from memlane.documents.service import Documents
 from memlane.errors import NotFoundError, ValidationError
 from memlane.graph.relations import relations_by_user
 from memlane.lifecycle.distill import Distiller, typed_hash
@@ -47,7 +48,10 @@ class LifecycleStore(
 class Lifecycle:
     """Update, delete, history, archive and restore, capacity, compaction."""
 
-    def __init__(self, core: Core, store: LifecycleStore, indexer: Indexer, distiller: Distiller) -> None:
+    def __init__(
+        self, core: Core, store: LifecycleStore, indexer: Indexer, distiller: Distiller, documents: Documents
+    ) -> None:
+        self.documents = documents
         self.core = core
         self.store = store
         self.indexer = indexer
@@ -63,7 +67,9 @@ class Lifecycle:
 
     def restore(self, scope: Scope, memory_id: str) -> MemoryItem:
         """Bring an archived memory back into every index."""
-        return unscope(self.store.restore(scope.key, self._id(memory_id), utcnow()))
+        restored = self.store.restore(scope.key, self._id(memory_id), utcnow())
+        self.documents.repassage([restored])  # a document's passages left with it
+        return unscope(restored)
 
     def forget(self, scope: Scope, *, hard: bool) -> list[str]:
         """Enforce ``config.capacity`` now: evict the lowest survival scores to the archive (destroy if ``hard``)."""
@@ -159,6 +165,7 @@ class Lifecycle:
             if not any(o.memory_id == memory_id for o in screened.originals):
                 self.store.drop_originals(user_id, [memory_id])
             self.core.forget_cached_text()  # the replaced text may sit in them
+            self.documents.repassage([new])  # a document's passages went with its old text
         return unscope(new)
 
     def delete(self, scope: Scope, memory_id: str) -> list[str]:

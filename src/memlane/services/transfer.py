@@ -11,6 +11,7 @@ from typing import IO, Protocol
 
 import numpy as np
 
+from memlane.documents.service import Documents
 from memlane.enrich.aliases import EntityResolver
 from memlane.enrich.pipeline import Enricher
 from memlane.errors import ImportFormatError, StoreError, ValidationError
@@ -38,7 +39,10 @@ class TransferStore(RecordReader, RecordWriter, VectorStore, EntityIndex, StoreI
 class Transfer:
     """Export, import, statistics and reindexing of one store."""
 
-    def __init__(self, core: Core, store: TransferStore, indexer: Indexer, enricher: Enricher) -> None:
+    def __init__(
+        self, core: Core, store: TransferStore, indexer: Indexer, enricher: Enricher, documents: Documents
+    ) -> None:
+        self.documents = documents
         self.core = core
         self.store = store
         self.indexer = indexer
@@ -108,6 +112,7 @@ class Transfer:
             except StoreError:
                 self._raise_taken(fresh)
                 raise
+        self.documents.repassage(items)  # an export holds memories, not their passages
         return len(items)
 
     def _relearn(self, items: Sequence[MemoryItem]) -> Relearnt:
@@ -193,6 +198,7 @@ class Transfer:
             batch = self.store.reindex_pending(after, batch_size)
             if not batch:
                 if self.store.reindex_stage({}, identity, dim, final=True):
+                    self.documents.repassage_missing()  # passages of the old model went at the switch
                     return n
                 after = None  # memories written meanwhile by another process: embed them too
                 continue
@@ -205,6 +211,7 @@ class Transfer:
             if on_progress is not None:
                 on_progress(len(batch))
             if switched:
+                self.documents.repassage_missing()  # passages of the old model went at the switch
                 return n
             if last:
                 after = None

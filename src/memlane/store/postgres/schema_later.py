@@ -237,4 +237,47 @@ LATER_MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
             FOR EACH ROW EXECUTE FUNCTION memlane_audit_append_only();
         """,
     ),
+    (
+        "0011_passages",
+        """
+        CREATE TABLE passages (
+            pk      BIGINT NOT NULL REFERENCES memories (pk) ON DELETE CASCADE,
+            user_id TEXT NOT NULL,
+            ordinal INTEGER NOT NULL,
+            start   INTEGER NOT NULL,
+            stop    INTEGER NOT NULL,
+            vec     BYTEA NOT NULL,
+            PRIMARY KEY (pk, ordinal)
+        );
+        CREATE INDEX passages_user ON passages (user_id, pk);
+        CREATE TABLE passage_versions (
+            user_id TEXT PRIMARY KEY,
+            token   BIGINT NOT NULL
+        );
+        ALTER TABLE passages ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE passages FORCE ROW LEVEL SECURITY;
+        CREATE POLICY memlane_scope ON passages USING
+            (coalesce(current_setting('memlane.scope', true), '') IN ('', user_id));
+        ALTER TABLE passage_versions ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE passage_versions FORCE ROW LEVEL SECURITY;
+        CREATE POLICY memlane_scope ON passage_versions USING
+            (coalesce(current_setting('memlane.scope', true), '') IN ('', user_id));
+        CREATE FUNCTION memlane_passage_version() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO passage_versions AS v
+            VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.user_id ELSE NEW.user_id END, (random() * 9.2e18)::bigint)
+            ON CONFLICT (user_id) DO UPDATE SET token = excluded.token;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER passages_version AFTER INSERT OR DELETE ON passages
+            FOR EACH ROW EXECUTE FUNCTION memlane_passage_version();
+        CREATE FUNCTION memlane_passages_text() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            DELETE FROM passages WHERE pk = NEW.pk;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER passages_text_changed AFTER UPDATE OF text ON memories
+            FOR EACH ROW WHEN (OLD.text IS DISTINCT FROM NEW.text) EXECUTE FUNCTION memlane_passages_text();
+        """,
+    ),
 )

@@ -18,6 +18,7 @@ from memlane.store.postgres.feedback import PostgresFeedback
 from memlane.store.postgres.graph import PostgresGraph
 from memlane.store.postgres.history import PostgresHistory
 from memlane.store.postgres.hot_feed import HotScopes
+from memlane.store.postgres.passages import PostgresPassages
 from memlane.store.postgres.queue import PostgresJobQueue
 from memlane.store.postgres.reads import PostgresReads
 from memlane.store.postgres.security import PostgresSecurity
@@ -58,6 +59,7 @@ class PostgresStore(
     PostgresArchive,
     PostgresSecurity,
     PostgresTransfer,
+    PostgresPassages,
 ):
     """A store in a PostgreSQL database (with pgvector). Thread-safe (a pool of connections); any number of
     processes may open the same database: every write is a transaction, migrations queue on an advisory lock.

@@ -193,6 +193,7 @@ class PostgresVectorIndex:
             drop_other_hnsw(c, dim)  # an index over another dimension would refuse the new vectors
             run(c, "UPDATE memories m SET vec = n.vec FROM vectors_next n WHERE n.pk = m.pk")
             run(c, "DELETE FROM vectors_next")
+            run(c, "DELETE FROM passages")  # the old model's: documents are passaged again (Memory.reindex)
             run(c, "DELETE FROM meta WHERE key = %s", (TARGET_KEY,))
             ensure_hnsw(c, dim)
             _set_meta(c, "embedder", identity)

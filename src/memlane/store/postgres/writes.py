@@ -21,11 +21,13 @@ from memlane.records.entities import AliasRow, canonical
 from memlane.records.graph import RelationClaim
 from memlane.store.alias_tables import AliasTables
 from memlane.store.outcome import JobClaim, JobOutcome
+from memlane.store.passages import PassageVectors
 from memlane.store.postgres.db import Database
 from memlane.store.postgres.entities import replace_taught, write_aliases, write_entities, write_taught
 from memlane.store.postgres.graph import write_relations
 from memlane.store.postgres.history import erase_text, log_event
 from memlane.store.postgres.hot_feed import HotScopes
+from memlane.store.postgres.passages import write_passage_rows
 from memlane.store.postgres.rows import run
 from memlane.store.postgres.text import previous_turn, refresh_next_context, turn_of
 from memlane.store.postgres.validity import forget_links, mark_contradicted
@@ -170,6 +172,7 @@ class PostgresWrites:
         claim: JobClaim | None = None,
         relations: Mapping[str, Sequence[RelationClaim]] | None = None,
         taught: Mapping[str, Sequence[str]] | None = None,
+        passages: Mapping[str, PassageVectors] | None = None,
     ) -> None:
         self.write(
             items,
@@ -182,6 +185,7 @@ class PostgresWrites:
             claim=claim,
             relations=relations,
             taught=taught,
+            passages=passages,
         )
 
     def write(
@@ -199,9 +203,11 @@ class PostgresWrites:
         claim: JobClaim | None = None,
         relations: Mapping[str, Sequence[RelationClaim]] | None = None,
         taught: Mapping[str, Sequence[str]] | None = None,
+        passages: Mapping[str, PassageVectors] | None = None,
     ) -> None:
-        """New items (with their index entries), changed items (no re-index), jobs enqueued (a running one under
-        ``claim``) and a job finished: all in one transaction, or nothing when the finished job is fenced.
+        """New items (with their index entries and documents' passages), changed items (no re-index), jobs enqueued
+        (a running one under ``claim``) and a job finished: all in one transaction, or nothing when the finished job
+        is fenced.
         """
         if not (len(items) == len(index_texts) == len(vectors)):
             raise StoreError("insert needs one index text and one vector per item")
@@ -220,6 +226,8 @@ class PostgresWrites:
                 log_event(c, item.user_id, item.id, event, item.created_at, None, item.text, extra)
                 if item.superseded_by:  # an older claim learnt late: born superseded, so are its messages
                     mark_contradicted(c, item)
+            if passages:
+                write_passage_rows(c, [(it.id, it.user_id) for it in items], passages)
             for item, entry in updates:
                 update_fields(c, row_key(c, item.user_id, item.id), item)
                 log_event(
@@ -294,6 +302,7 @@ class PostgresWrites:
                 "relations",
                 "memory_flags",
                 "pii_originals",
+                "passage_versions",
                 "text_stats",
             ):
                 run(c, f"DELETE FROM {table} WHERE user_id = %s", (user_id,))

@@ -61,6 +61,7 @@ def switch(c: sqlite3.Connection, identity: str, dim: int) -> bool:
         return False
     c.execute("UPDATE vectors SET vec = (SELECT n.vec FROM vectors_next n WHERE n.pk = vectors.pk)")
     c.execute("DELETE FROM vectors_next")
+    c.execute("DELETE FROM passages")  # the old model's: documents are passaged again (Memory.reindex)
     c.execute("DELETE FROM meta WHERE key = ?", (TARGET_KEY,))
     for key, value in (("embedder", identity), ("dim", str(dim))):
         c.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))

@@ -102,4 +102,38 @@ LATER_MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         END
         """,
     ),
+    # The passages of documents (memlane.documents): spans of the memory's text (no copy of it) and one vector each.
+    # They go with their memory (a cascade) and with its text: a text that changes drops them in the same statement.
+    # A user's token changes with every passage written or dropped (a random one: a rolled-back write's token is
+    # never reused), so a process holding the user's passage matrix knows when to read it again.
+    (
+        "0018_passages",
+        """
+        CREATE TABLE passages (
+            pk      INTEGER NOT NULL REFERENCES memories(pk) ON DELETE CASCADE,
+            user_id TEXT NOT NULL,
+            ordinal INTEGER NOT NULL,
+            start   INTEGER NOT NULL,
+            stop    INTEGER NOT NULL,
+            vec     BLOB NOT NULL,
+            PRIMARY KEY (pk, ordinal)
+        );
+        CREATE INDEX passages_user ON passages(user_id, pk);
+        CREATE TRIGGER passages_text_changed AFTER UPDATE OF text ON memories WHEN old.text IS NOT new.text BEGIN
+            DELETE FROM passages WHERE pk = new.pk;
+        END;
+        CREATE TABLE passage_versions (
+            user_id TEXT PRIMARY KEY,
+            token   INTEGER NOT NULL
+        );
+        CREATE TRIGGER passages_version_insert AFTER INSERT ON passages BEGIN
+            INSERT INTO passage_versions VALUES (new.user_id, random())
+            ON CONFLICT(user_id) DO UPDATE SET token = excluded.token;
+        END;
+        CREATE TRIGGER passages_version_delete AFTER DELETE ON passages BEGIN
+            INSERT INTO passage_versions VALUES (old.user_id, random())
+            ON CONFLICT(user_id) DO UPDATE SET token = excluded.token;
+        END
+        """,
+    ),
 )

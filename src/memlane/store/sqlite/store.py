@@ -18,6 +18,7 @@ from memlane.store.sqlite.feedback import SQLiteFeedback
 from memlane.store.sqlite.graph import SQLiteGraph
 from memlane.store.sqlite.history import SQLiteHistory
 from memlane.store.sqlite.hot_feed import HotScopes
+from memlane.store.sqlite.passages import SQLitePassages
 from memlane.store.sqlite.queue import SQLiteJobQueue
 from memlane.store.sqlite.reads import SQLiteReads
 from memlane.store.sqlite.security import SQLiteSecurity
@@ -45,6 +46,7 @@ class SQLiteStore(
     SQLiteArchive,
     SQLiteSecurity,
     SQLiteTransfer,
+    SQLitePassages,
 ):
     """The default store. Thread-safe: one connection guarded by a lock; WAL lets other processes read.
 

@@ -19,6 +19,7 @@ from memlane.records.entities import AliasRow
 from memlane.records.graph import RelationClaim
 from memlane.store.alias_tables import AliasTables
 from memlane.store.outcome import JobClaim, JobOutcome
+from memlane.store.passages import PassageVectors
 from memlane.store.records import AccessUse, embed_hash
 from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database, marks
@@ -27,6 +28,7 @@ from memlane.store.sqlite.graph import write_relations
 from memlane.store.sqlite.history import erase_text, log_event
 from memlane.store.sqlite.hot_feed import HotScopes
 from memlane.store.sqlite.inserts import insert_row, insert_rows, number_turns
+from memlane.store.sqlite.passages import write_new_passages
 from memlane.store.sqlite.rows import MUTABLE, item_params, to_micros
 from memlane.store.sqlite.text import drop_entry, index_entry, purge_deleted_terms, refresh_next_context, turn_of
 from memlane.store.sqlite.validity import forget_links, mark_contradicted
@@ -114,6 +116,7 @@ class SQLiteWrites:
         claim: JobClaim | None = None,
         relations: Mapping[str, Sequence[RelationClaim]] | None = None,
         taught: Mapping[str, Sequence[str]] | None = None,
+        passages: Mapping[str, PassageVectors] | None = None,
     ) -> None:
         self.write(
             items,
@@ -126,6 +129,7 @@ class SQLiteWrites:
             claim=claim,
             relations=relations,
             taught=taught,
+            passages=passages,
         )
 
     def write(
@@ -143,9 +147,11 @@ class SQLiteWrites:
         claim: JobClaim | None = None,
         relations: Mapping[str, Sequence[RelationClaim]] | None = None,
         taught: Mapping[str, Sequence[str]] | None = None,
+        passages: Mapping[str, PassageVectors] | None = None,
     ) -> None:
-        """New items (with their index entries), changed items (no re-index), jobs enqueued (a running one under
-        ``claim``) and a job finished: all in one transaction, or nothing when the finished job is fenced.
+        """New items (with their index entries and documents' passages), changed items (no re-index), jobs enqueued
+        (a running one under ``claim``) and a job finished: all in one transaction, or nothing when the finished job
+        is fenced.
         """
         if not (len(items) == len(index_texts) == len(vectors)):
             raise StoreError("insert needs one index text and one vector per item")
@@ -172,6 +178,7 @@ class SQLiteWrites:
                     index_entry(c, pk, item, body)
             else:
                 pks = insert_rows(c, items, index_texts, vecs, event, changes or {}, first_new)
+            write_new_passages(c, pks, items, passages)
             for item, entry in updates:
                 update_fields(c, row_key(c, item.user_id, item.id), item)
                 log_event(
@@ -280,6 +287,7 @@ class SQLiteWrites:
                 "relations",
                 "memory_flags",
                 "pii_originals",
+                "passage_versions",
                 "vector_log",
             ):
                 c.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
