@@ -28,7 +28,7 @@ from memlane.mcp.scope import McpScope, tenants_supported
 from memlane.mcp.server import NOTHING_FOUND, build_server
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = {"add", "search", "context", "delete"}
+TOOLS = {"add", "search", "context", "ask", "get", "list", "update", "delete", "graph"}
 CLI = "import sys; from memlane.cli import main; sys.argv[0] = 'memlane'; main()"
 
 

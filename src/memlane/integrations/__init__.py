@@ -1,0 +1,1 @@
+"""Adapters that plug memlane into agent frameworks, each behind its own extra (``memlane[langgraph]``, ...)."""
