@@ -647,3 +647,6 @@ def bench_load(
         "load_average": [round(x, 2) for x in result.load_average],
     }
     out.print(json.dumps(report, indent=2), highlight=False)
+
+
+import memlane.cli.bench_docs  # noqa: E402, F401  (registers `memlane bench docs`)
