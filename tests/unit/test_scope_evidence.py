@@ -87,6 +87,13 @@ def test_the_keyword_boost_scales_with_the_terms_rarity_in_the_planner() -> None
     assert common.fusion.weights["lexical"] == 0.4 and "exact-match" not in common.triggers["lexical"]
 
 
+def memory_triggers(notes: list[Message], query: str) -> str:
+    """The lexical trigger of the best hit for ``query`` over ``notes`` added in one call."""
+    with Memory(":memory:", embedder="hash") as memory:
+        memory.add(notes, user_id="u")
+        return memory.search(query, user_id="u", top_k=1)[0].triggers["lexical"]
+
+
 def _lexical_weight(memory: Memory, query: str) -> float:
     hits = memory.search(query, user_id="u", top_k=5)
     weights = {h.breakdown["lexical"].weight for h in hits if "lexical" in h.breakdown}
@@ -102,8 +109,13 @@ def test_an_identifier_rare_in_the_scope_is_boosted_and_a_common_one_is_not() ->
         common = _lexical_weight(memory, "why FrameworkCore in the violin?")
         hits = memory.search("why ERR_QUOTA_XQ?", user_id="u", top_k=1)
     # the one passage holding it (and the next, which indexes it as its previous turn): close to the full x2
-    assert 0.6 < rare <= 0.8 and common == pytest.approx(0.4)
-    assert "ERR_QUOTA_XQ" in hits[0].memory.text and "in this scope" in hits[0].triggers["lexical"]
+    assert rare > 0.4 > common
+    assert (
+        "ERR_QUOTA_XQ" in hits[0].memory.text
+        and "exact-match terms 'ERR_QUOTA_XQ' (rarity" in hits[0].triggers["lexical"]
+    )
+    plain = memory_triggers(notes, "why FrameworkCore in the violin?")
+    assert "exact-match" not in plain
 
 
 def _item(position: int, role: str, speaker: str | None = None) -> MemoryItem:
@@ -172,3 +184,22 @@ def test_a_lone_candidates_tiny_bm25_does_not_earn_the_whole_keyword_weight() ->
     lexical = hits[0].breakdown.get("lexical")
     assert lexical is None or lexical.contribution <= lexical.weight * max(lexical.raw, 0.0) + 1e-9
     assert hits[0].score == pytest.approx(sum(b.contribution for b in hits[0].breakdown.values()))
+
+
+def test_the_keyword_weight_follows_how_specific_the_querys_words_are() -> None:
+    f = analyse_query("how do I change the last commit?", NOW)
+    multi = preset("multi")
+    plain = Planner().plan(f, multi, entities=[], specific=lambda terms: 1.0)
+    assert plain.fusion.weights["lexical"] == 0.4
+    common = Planner().plan(f, multi, entities=[], specific=lambda terms: 0.5)
+    assert common.fusion.weights["lexical"] == pytest.approx(0.2) and "IDF in this scope" in common.triggers["lexical"]
+    assert Planner().plan(f, preset("weighted"), entities=[], specific=lambda t: 0.5).fusion.weights["lexical"] == 0.4
+
+
+def test_a_word_few_memories_hold_keeps_more_keyword_weight_than_one_all_hold() -> None:
+    notes = _notes(100, common="Commit the change.", rare={3: "The reflog keeps old tips."})
+    with Memory(":memory:", embedder="hash") as memory:
+        memory.add(notes, user_id="u")
+        rare = _lexical_weight(memory, "what does the reflog keep?")
+        common = _lexical_weight(memory, "how do I commit a change to the violin?")
+    assert 0.3 < rare <= 0.4 and common < rare

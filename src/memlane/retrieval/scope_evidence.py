@@ -60,33 +60,80 @@ def idf_weight(df: int, n: int) -> float:
     return min(max(math.log(n / df) / math.log(n), 0.0), 1.0)
 
 
-def term_rarity(store: _Counts, user_id: str, terms: Sequence[str]) -> dict[str, float]:
+class Frequencies:
+    """How many of a user's memories hold a word (in their text or their previous turn's; counted up to the square
+    root of the scope) or involve an entity, remembered while the scope's size stays within 1% (a rarity moves with
+    log df / log n: a count 1% stale changes it by less than that; a write that grows the scope further reads again).
+    """
+
+    def __init__(self, store: _Counts) -> None:
+        self._store = store
+        self._seen: dict[tuple[str, str, str, int], int] = {}
+        self._lock = threading.Lock()
+
+    def _remembered(self, key: tuple[str, str, str, int]) -> int | None:
+        with self._lock:
+            return self._seen.get(key)
+
+    def _remember(self, key: tuple[str, str, str, int], value: int) -> int:
+        with self._lock:
+            if len(self._seen) >= _MAX_WORDS:
+                self._seen.clear()
+            self._seen[key] = value
+        return value
+
+    def of(self, user_id: str, word: str, n: int) -> int:
+        """Memories holding ``word``, up to ``sqrt(n) + 1``."""
+        key = (user_id, "w", word, _bucket(n))
+        found = self._remembered(key)
+        if found is not None:
+            return found
+        cap = math.isqrt(max(n, 1)) + 1
+        return self._remember(key, len(self._store.text_search(user_id, [word], cap, Filters())))
+
+    def entity(self, user_id: str, entity: str, n: int) -> int:
+        """Memories involving ``entity``."""
+        key = (user_id, "e", entity, _bucket(n))
+        found = self._remembered(key)
+        if found is not None:
+            return found
+        return self._remember(key, len(self._store.entity_memories(user_id, entity, max(n, 1))))
+
+
+def _bucket(n: int) -> int:
+    """Scope sizes within about 1% of each other share a bucket."""
+    return round(math.log1p(n) * 100)
+
+
+def term_rarity(frequencies: Frequencies, user_id: str, terms: Sequence[str], n: int) -> dict[str, float]:
     """The rarity (``rarity``) of each exact-match term in the user's scope: that of its rarest index word (the
     full-text index splits ``ERR_QUOTA_17`` into three words; the term is at most as common as its rarest one).
     Costs one BM25 lookup per word, each cut at the square root of the scope (past which a word is no evidence).
     """
-    if not terms:
-        return {}
-    n = store.count(user_id)
-    cap = math.isqrt(max(n, 1)) + 1
     out: dict[str, float] = {}
-    seen: dict[str, int] = {}
     for term in terms:
-        best = 0.0
-        for word in dict.fromkeys(w.lower() for w in _INDEX_WORD.findall(term)):
-            if word not in seen:
-                seen[word] = len(store.text_search(user_id, [word], cap, Filters()))
-            best = max(best, rarity(seen[word], n))
-        out[term] = best
+        words = dict.fromkeys(w.lower() for w in _INDEX_WORD.findall(term))
+        out[term] = max((rarity(frequencies.of(user_id, w, n), n) for w in words), default=0.0)
     return out
 
 
-def entity_rarity(store: _Counts, user_id: str, entities: Sequence[str]) -> dict[str, float]:
-    """The normalised IDF (``idf_weight``) of each entity among the user's memories (how many involve it)."""
-    if not entities:
-        return {}
-    n = store.count(user_id)
-    return {e: idf_weight(len(store.entity_memories(user_id, e, n)), n) for e in entities}
+def specificity(frequencies: Frequencies, user_id: str, terms: Sequence[str], n: int) -> float | None:
+    """How specific the query's words are in the user's scope: the normalised IDF (``idf_weight``) of its rarest
+    word that some memory holds, a word held by more than the square root of the scope counted as held by just
+    that many (about 0.5: the lookups stay cheap, and a common word still says something). None when no word is
+    held by any memory (BM25 then finds nothing anyway).
+
+    BM25 scores rank documents by the query's words, and min-max makes the best of them 1.0 however common those
+    words are; a query whose words hundreds of passages repeat ("how do I change the last commit?") gives BM25 little
+    to go on, and the keyword weight is scaled by this.
+    """
+    found = [df for t in dict.fromkeys(terms) if (df := frequencies.of(user_id, t, n)) > 0]
+    return max(idf_weight(df, n) for df in found) if found else None
+
+
+def entity_rarity(frequencies: Frequencies, user_id: str, entities: Sequence[str], n: int) -> dict[str, float]:
+    """The normalised IDF (``idf_weight``) of each entity among the user's ``n`` memories (how many involve it)."""
+    return {e: idf_weight(frequencies.entity(user_id, e, n), n) for e in entities}
 
 
 #: A session is a conversation when at least this share of its adjacent turns (seen so far) change speaker or role.
@@ -94,6 +141,7 @@ ALTERNATION: Final = 0.25
 #: Turns read per session to decide (the ones around the query's best matches).
 SAMPLE: Final = 24
 _MAX_SESSIONS: Final = 100_000
+_MAX_WORDS: Final = 200_000
 
 
 def _label(item: MemoryItem) -> tuple[str, str]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Mapping, Sequence, Set
+import time
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
@@ -24,7 +25,7 @@ from memlane.retrieval.fusion import Fused, FusionSpec, fuse, normalize, normali
 from memlane.retrieval.graph import GraphDimension, GraphScores
 from memlane.retrieval.query import QueryFeatures, analyse_query, resolve_relations
 from memlane.retrieval.rerank import RerankCandidate, Reranker
-from memlane.retrieval.scope_evidence import ConversationMap, entity_rarity, term_rarity
+from memlane.retrieval.scope_evidence import ConversationMap, Frequencies, entity_rarity, specificity, term_rarity
 from memlane.retrieval.shape import QueryShape, query_shape
 from memlane.retrieval.text import query_terms
 from memlane.store.base import (
@@ -42,6 +43,7 @@ CONTENT_DIMS = ("dense", "lexical")
 # A BM25 score below this is no match: FTS5 and the read model floor the IDF of a word that more than half the scope
 # holds at 1e-6, so such a word alone scores about 1e-6, and min-max would have made that the pool's best match.
 LEXICAL_FLOOR = 1e-4
+_SIZE_TTL = 2.0  # seconds a user's memory count is reused for (it sets the scale of every rarity)
 # The dimensions scored from the candidates' stored facts (besides context and session, which need positions).
 _FACT_DIMS = frozenset({"entity", "temporal", "category", "intent", "recency", "importance"})
 _NAME_TOKEN = re.compile(r"[^\W_][\w'’.-]*", re.UNICODE)
@@ -124,12 +126,14 @@ class Planner:
         said: frozenset[str] | None = None,
         shape: QueryShape | None = None,
         rarity: Mapping[str, float] | None = None,
+        specific: Callable[[Sequence[str]], float | None] | None = None,
     ) -> QueryPlan:
         """The plan; ``via`` maps an entity to the query's words that named it ("anna" -> "my sister"); ``said``, for
         a dialogue excerpt, the entities its turns name (as opposed to its speaker labels), when the caller resolved
         them; ``shape``, the query's shape when the caller measured it already; ``rarity``, how rare each exact-match
         term is in the scope (``scope_evidence.term_rarity``: the keyword boost scales with the rarest; None: not
-        measured, every term counts as rare).
+        measured, every term counts as rare); ``specific``, how specific the words BM25 searches are in the scope
+        (``scope_evidence.specificity``), which scales the keyword weight when the preset asks for it.
         """
         spec = preset.fusion
         weights = dict(spec.weights)
@@ -157,6 +161,10 @@ class Planner:
             triggers["lexical"] = f"BM25 over {len(terms)} query term(s)" if terms else "no content words"
             if lexical_terms is not None:
                 triggers["lexical"] += " of the excerpt's turns" if said_terms else " of the excerpt's last turn"
+            factor = specific(terms) if specific is not None and preset.lexical_specificity and terms else None
+            if factor is not None and factor < 1.0:
+                weights["lexical"] *= factor
+                triggers["lexical"] += f"; its rarest word's IDF in this scope: keyword weight x{factor:.2f}"
             if boosted and preset.keyword_boost != 1.0:
                 factor = 1.0 + (preset.keyword_boost - 1.0) * strength
                 weights["lexical"] *= factor
@@ -348,6 +356,8 @@ class Retriever:
         self._graph = GraphDimension(store)
         self._last = threading.local()  # this thread's last graph paths, for the hits' explanations
         self._conversations = ConversationMap()  # which sessions are conversations (context applies only there)
+        self._sizes: dict[str, tuple[int, float]] = {}  # user -> (memories, when counted)
+        self._frequencies = Frequencies(store)  # how many memories hold a word, per user and scope size
 
     def plan(
         self, query: str, user_id: str, preset: RetrievalPreset, now: datetime, qvec: Vectors | None = None
@@ -388,7 +398,7 @@ class Retriever:
             )
         rarity: dict[str, float] = {}
         if features.exact_terms and "lexical" in weights and preset.keyword_boost != 1.0:
-            rarity = term_rarity(self._store, user_id, features.exact_terms)
+            rarity = term_rarity(self._frequencies, user_id, features.exact_terms, self.scope_size(user_id))
         return self._planner.plan(
             features,
             preset,
@@ -398,7 +408,20 @@ class Retriever:
             said=None if said is None else frozenset(said),
             shape=shape,
             rarity=rarity,
+            specific=lambda terms: specificity(self._frequencies, user_id, terms, self.scope_size(user_id)),
         )
+
+    def scope_size(self, user_id: str) -> int:
+        """How many memories the user has, read again at most every ``_SIZE_TTL`` seconds (a rarity's scale)."""
+        now = time.monotonic()
+        known = self._sizes.get(user_id)
+        if known is not None and now - known[1] < _SIZE_TTL:
+            return known[0]
+        size = self._store.count(user_id)
+        if len(self._sizes) >= 10_000:
+            self._sizes.clear()
+        self._sizes[user_id] = (size, now)
+        return size
 
     def plan_and_embed(
         self, query: str, user_id: str, preset: RetrievalPreset, now: datetime
@@ -479,7 +502,7 @@ class Retriever:
             facts = self._facts(user_id, pool, plan, dims)
         if "entity" in dims and plan.entities:
             # a memory said by a named entity scores 1; one that mentions it, by how rare the entity is in the scope
-            rare = entity_rarity(self._store, user_id, plan.entities)
+            rare = entity_rarity(self._frequencies, user_id, plan.entities, self.scope_size(user_id))
             scored = {
                 k: max(1.0 if said else preset.mention_weight * rare.get(e, 1.0) for e, said in f.entities.items())
                 for k, f in facts.items()
