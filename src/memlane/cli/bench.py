@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from memlane.cli.bench_docs import bench_docs
 from memlane.config import PRESETS
 from memlane.errors import MemlaneError
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from memlane.bench.labelled import LabelledSet
 
 bench_app = typer.Typer(help="Measure retrieval quality and speed, and build docs/benchmarks.md.", no_args_is_help=True)
+bench_app.command("docs")(bench_docs)
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
@@ -647,6 +649,3 @@ def bench_load(
         "load_average": [round(x, 2) for x in result.load_average],
     }
     out.print(json.dumps(report, indent=2), highlight=False)
-
-
-import memlane.cli.bench_docs  # noqa: E402, F401  (registers `memlane bench docs`)

@@ -1,4 +1,7 @@
-"""``memlane bench docs``: any BEIR folder (documents, queries, relevance), every preset, batched and one per call."""
+"""``memlane bench docs``: any BEIR folder (documents, queries, relevance), every preset, batched and one per call.
+
+Registered on the ``bench`` group by ``memlane.cli.bench`` (this module imports nothing of it).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +12,8 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from memlane.cli.bench import bench_app, tracking
 from memlane.config import PRESETS
 from memlane.errors import MemlaneError
 
@@ -18,7 +21,23 @@ out = Console(soft_wrap=True)
 err = Console(stderr=True)
 
 
-@bench_app.command("docs")
+class _Bars:
+    """Progress of each phase as one rich bar on stderr (a ``Tracker``)."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._task: TaskID | None = None
+
+    def phase(self, description: str, total: int) -> None:
+        if self._task is not None:
+            self._progress.remove_task(self._task)
+        self._task = self._progress.add_task(description, total=total)
+
+    def advance(self, steps: int = 1) -> None:
+        if self._task is not None:
+            self._progress.advance(self._task, steps)
+
+
 def bench_docs(
     data: Annotated[
         list[Path],
@@ -51,7 +70,9 @@ def bench_docs(
     from memlane.bench.locomo import write_json
 
     try:
-        with tracking() as tracker:
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=err, transient=True) as progress:
+            tracker = _Bars(progress)
             report = run_docs(data, batches=batch or BATCHES, presets=config_names, embedder=embedder, tracker=tracker)
     except MemlaneError as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
