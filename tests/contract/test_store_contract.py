@@ -66,10 +66,7 @@ def test_search_returns_explained_hits_in_scope(memory: Memory) -> None:
     assert hits and "Biscuit" in hits[0].memory.text
     assert all(h.memory.user_id == "ana" for h in hits)
     top = hits[0]
-    # both words are in most of Ana's memories (or their previous turn's), so BM25's IDF is floored: no evidence,
-    # and the lexical dimension is silent rather than min-max stretching 1e-6 to its whole weight
-    assert "dense" in top.breakdown
-    assert "lexical" not in top.breakdown or top.breakdown["lexical"].raw >= 1e-4
+    assert set(top.breakdown) >= {"dense", "lexical"}
     assert top.score == pytest.approx(sum(b.contribution for b in top.breakdown.values()))
     assert memory.search("trumpet jazz", user_id="ana", top_k=10)[0].memory.user_id == "ana"
     assert memory.search("anything", user_id="nobody") == []

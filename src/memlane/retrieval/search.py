@@ -40,9 +40,6 @@ from memlane.store.base import (
 from memlane.store.records import CandidateFacts, Contradiction
 
 CONTENT_DIMS = ("dense", "lexical")
-# A BM25 score below this is no match: FTS5 and the read model floor the IDF of a word that more than half the scope
-# holds at 1e-6, so such a word alone scores about 1e-6, and min-max would have made that the pool's best match.
-LEXICAL_FLOOR = 1e-4
 _SIZE_TTL = 2.0  # seconds a user's memory count is reused for (it sets the scale of every rarity)
 # The dimensions scored from the candidates' stored facts (besides context and session, which need positions).
 _FACT_DIMS = frozenset({"entity", "temporal", "category", "intent", "recency", "importance"})
@@ -559,8 +556,6 @@ class Retriever:
             missing = [k for k in keys if k not in lexical]
             found = self._store.text_scores(user_id, terms, missing, filters) if missing else {}
             lexical.update({k: found.get(k, 0.0) for k in missing})
-            for k in [k for k, v in lexical.items() if 0.0 < v < LEXICAL_FLOOR]:
-                lexical[k] = 0.0
 
     @staticmethod
     def _base(signals: Mapping[str, Mapping[str, float]], spec: FusionSpec) -> dict[str, float]:
