@@ -54,6 +54,9 @@ class RetrievalPreset:
     # One hit per statement: a typed memory and the message it was distilled from (or two typed memories of one
     # message) that both rank are folded into the better-ranked one (``Hit.related``; memlane.retrieval.collapse)
     collapse: bool = True
+    # The keyword weight scaled by how specific the query's words are in the scope (the normalised IDF of the rarest
+    # one; retrieval/scope_evidence.py: ``specificity``): BM25 over words that hundreds of passages repeat says little
+    lexical_specificity: bool = False
 
 
 PRESETS: Final[Mapping[str, RetrievalPreset]] = {
@@ -98,6 +101,10 @@ PRESETS: Final[Mapping[str, RetrievalPreset]] = {
             follow_up_lexical=0.25,
             follow_up_terms="said",
             follow_up_dense="whole",
+            # The keyword weight scaled by how specific the query's words are in the user's scope: on FAQ questions
+            # over documentation ("how do I change the last commit?") BM25's best match is only the passage that
+            # repeats common words most (docs/evaluation.md, "Documentation written by others")
+            lexical_specificity=True,
         ),
         RetrievalPreset(
             "multi-graph",
@@ -111,6 +118,10 @@ PRESETS: Final[Mapping[str, RetrievalPreset]] = {
             follow_up_lexical=0.25,
             follow_up_terms="said",
             follow_up_dense="whole",
+            # The keyword weight scaled by how specific the query's words are in the user's scope: on FAQ questions
+            # over documentation ("how do I change the last commit?") BM25's best match is only the passage that
+            # repeats common words most (docs/evaluation.md, "Documentation written by others")
+            lexical_specificity=True,
         ),
         RetrievalPreset("imdmr", IMDMR, description="IMDMR's six-dimension weights with its multi-dimension bonus"),
     )

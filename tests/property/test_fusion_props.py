@@ -68,8 +68,8 @@ def test_minmax_limits(scores) -> None:
     assert set(normed) == set(scores)
     assert all(0.0 <= v <= 1.0 for v in normed.values())
     lo, hi = min(scores.values()), max(scores.values())
-    # a spread gives a top item; all-equal scores are evidence only when positive (no match at all gives 0)
-    assert max(normed.values()) == (1.0 if hi - lo > 1e-12 or hi > 1e-12 else 0.0)
+    # a spread gives a top item; all-equal scores have no range to scale by and keep their raw value, clipped
+    assert max(normed.values()) == (1.0 if hi - lo > 1e-12 else min(max(hi, 0.0), 1.0))
 
 
 def test_rrf_known_values() -> None:

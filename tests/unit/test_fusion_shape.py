@@ -45,7 +45,7 @@ def test_zero_match_query_gets_no_bm25_credit_after_the_demo() -> None:
         assert "lexical" not in hit.breakdown, hit.breakdown
         assert hit.score == sum(b.contribution for b in hit.breakdown.values())
     # a query whose words do match still gets BM25's full credit on its best match
-    assert max(h.breakdown["lexical"].contribution for h in matched if "lexical" in h.breakdown) == 0.4
+    assert max(h.breakdown["lexical"].normalized for h in matched if "lexical" in h.breakdown) == 1.0
 
 
 def test_query_shape() -> None:

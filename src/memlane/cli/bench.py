@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import typer
 
+import memlane.cli.bench_docs as bench_docs
 import memlane.cli.bench_quality as bench_quality
 import memlane.cli.bench_speed as bench_speed
 from memlane.cli.bench_common import command_line as _command
@@ -29,3 +30,4 @@ bench_app.command("memorybank")(bench_quality.bench_memorybank)
 bench_app.command("dialogue")(bench_quality.bench_dialogue)
 bench_app.command("technical")(bench_quality.bench_technical)
 bench_app.command("load")(bench_speed.bench_load)
+bench_app.command("docs")(bench_docs.bench_docs)

@@ -59,15 +59,16 @@ class FusionSpec:
 def minmax(scores: Mapping[K, float]) -> dict[K, float]:
     """Scale scores to [0, 1] by the min and max.
 
-    All-equal scores carry no evidence for ranking one item over another: they map to 1.0 when they are positive
-    (they tie at the top) and to 0.0 when they are zero or below, so that a dimension in which nothing matched (every
-    BM25 score 0) contributes nothing instead of the maximum.
+    All-equal scores (one candidate, or a tie of all) carry no evidence for ranking one item over another, and there
+    is no range to scale by: each keeps its raw score, clipped to [0, 1], so that a dimension in which nothing
+    matched (every BM25 score 0) contributes nothing, and a lone candidate's BM25 of 1e-6 contributes about 1e-6
+    instead of the dimension's whole weight.
     """
     if not scores:
         return {}
     lo, hi = min(scores.values()), max(scores.values())
     if hi - lo <= 1e-12:
-        return dict.fromkeys(scores, 1.0 if hi > 1e-12 else 0.0)
+        return {k: min(max(v, 0.0), 1.0) for k, v in scores.items()}
     span = hi - lo
     return {k: (v - lo) / span for k, v in scores.items()}
 
@@ -114,7 +115,7 @@ def normalized_array(raw: npt.NDArray[np.float64], how: Normalizer) -> npt.NDArr
         return np.maximum(raw, 0.0) / hi if hi > 1e-12 else np.zeros_like(raw)
     lo = float(raw.min())
     if hi - lo <= 1e-12:
-        return np.full_like(raw, 1.0 if hi > 1e-12 else 0.0)
+        return np.clip(raw, 0.0, 1.0)
     return (raw - lo) / (hi - lo)
 
 

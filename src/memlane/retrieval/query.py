@@ -108,6 +108,11 @@ _ORDINARY_CODE: Final = re.compile(
     r"\d+-(?:year|month|week|day|hour|minute)s?(?:-old)?|[a-z]+-\d+|\d+-[a-z]+)$"
 )
 _MC_NAME: Final = re.compile(r"^(?:Mc|Mac|De|Di|La|Le|O)[A-Z][a-z]+$")
+#: A code span (`git commit --amend`) of more words than this is prose in backticks, not a literal.
+MAX_CODE_WORDS: Final = 4
+#: A quoted phrase of more words than this ("I went to the support group") is what someone said, not a literal.
+MAX_QUOTED_WORDS: Final = 3
+_SENTENCE_MARK: Final = re.compile(r"[.!?,;:…]")
 
 
 def exact_match_terms(text: str) -> list[str]:
@@ -115,8 +120,10 @@ def exact_match_terms(text: str) -> list[str]:
 
     camelCase / PascalCase, snake_case, SCREAMING_CASE, codes mixing letters and digits (``ERR_CONN_RESET_42``,
     ``E1234``, ``0x1F``), file names with a known extension, versions (``3.12`` after a product or "version",
-    ``v2.0.1``), URLs, paths and quoted strings. Ordinary capitalised words, acronyms, years, plain and decimal
-    numbers, ordinals and measures ("5km", "3pm") are not.
+    ``v2.0.1``), URLs, paths, quoted literals ('Point', "blue widget": never a quoted sentence, which is what
+    someone said) and code spans of up to ``MAX_CODE_WORDS`` words. Ordinary capitalised words, acronyms, years,
+    plain and decimal numbers, ordinals and measures ("5km", "3pm") are not. Whether such a term is rare enough
+    in a scope to be worth a keyword boost is the planner's question (``Retriever.rarity``).
     """
     found: dict[str, None] = {}
     for match in _EXACT.finditer(text):
@@ -137,11 +144,23 @@ def exact_match_terms(text: str) -> list[str]:
             continue
         if kind == "dotted" and not _is_identifier_like(value):
             continue
-        if kind in ("dq", "cq", "sq", "csq") and len(value) < 2:
+        if kind in ("dq", "cq", "sq", "csq") and (len(value) < 2 or not _is_quoted_literal(value)):
+            continue  # a quoted word, name or literal is an exact term; a quoted sentence is what someone said
+        if kind == "bq" and len(value.split()) > MAX_CODE_WORDS:
             continue
         if value:
             found.setdefault(value, None)
     return list(found)
+
+
+def _is_quoted_literal(value: str) -> bool:
+    """A quoted value is a literal ('Point', "blue widget", "E1234") rather than an utterance ("That sounds great!",
+    "I went to the group yesterday"): one token, or up to ``MAX_QUOTED_WORDS`` words without sentence punctuation.
+    """
+    words = value.split()
+    if len(words) <= 1:
+        return True
+    return len(words) <= MAX_QUOTED_WORDS and not _SENTENCE_MARK.search(value)
 
 
 def _is_identifier_like(value: str) -> bool:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Mapping, Sequence, Set
+import time
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
@@ -25,6 +26,7 @@ from memlane.retrieval.fusion import Fused, FusionSpec, fuse, normalize, normali
 from memlane.retrieval.graph import GraphDimension, GraphScores
 from memlane.retrieval.query import QueryFeatures, analyse_query, resolve_relations
 from memlane.retrieval.rerank import RerankCandidate, Reranker
+from memlane.retrieval.scope_evidence import ConversationMap, Frequencies, entity_rarity, specificity, term_rarity
 from memlane.retrieval.shape import QueryShape, query_shape
 from memlane.retrieval.text import query_terms
 from memlane.store.base import (
@@ -39,6 +41,7 @@ from memlane.store.base import (
 from memlane.store.records import CandidateFacts, Contradiction
 
 CONTENT_DIMS = ("dense", "lexical")
+_SIZE_TTL = 2.0  # seconds a user's memory count is reused for (it sets the scale of every rarity)
 # The dimensions scored from the candidates' stored facts (besides context and session, which need positions).
 _FACT_DIMS = frozenset({"entity", "temporal", "category", "intent", "recency", "importance"})
 _NAME_TOKEN = re.compile(r"[^\W_][\w'’.-]*", re.UNICODE)
@@ -120,10 +123,15 @@ class Planner:
         via: Mapping[str, str] | None = None,
         said: frozenset[str] | None = None,
         shape: QueryShape | None = None,
+        rarity: Mapping[str, float] | None = None,
+        specific: Callable[[Sequence[str]], float | None] | None = None,
     ) -> QueryPlan:
         """The plan; ``via`` maps an entity to the query's words that named it ("anna" -> "my sister"); ``said``, for
         a dialogue excerpt, the entities its turns name (as opposed to its speaker labels), when the caller resolved
-        them; ``shape``, the query's shape when the caller measured it already.
+        them; ``shape``, the query's shape when the caller measured it already; ``rarity``, how rare each exact-match
+        term is in the scope (``scope_evidence.term_rarity``: the keyword boost scales with the rarest; None: not
+        measured, every term counts as rare); ``specific``, how specific the words BM25 searches are in the scope
+        (``scope_evidence.specificity``), which scales the keyword weight when the preset asks for it.
         """
         spec = preset.fusion
         weights = dict(spec.weights)
@@ -131,7 +139,12 @@ class Planner:
         shape = shape or query_shape(features.text)
         terms = features.terms
         lexical_terms: list[str] | None = None
-        conversational = shape.is_dialogue and not features.has_exact_terms
+        exact = features.exact_terms
+        strength = 0.0
+        if exact:
+            strength = 1.0 if rarity is None else max(rarity.get(t, 0.0) for t in exact)
+        boosted = strength > 0.0
+        conversational = shape.is_dialogue and not boosted
         excerpt = conversational and shape.turns >= 2
         focus_terms = len(query_terms(shape.last_turn)) if excerpt else 0
         thin = excerpt and focus_terms < preset.dialogue_focus_terms
@@ -146,10 +159,17 @@ class Planner:
             triggers["lexical"] = f"BM25 over {len(terms)} query term(s)" if terms else "no content words"
             if lexical_terms is not None:
                 triggers["lexical"] += " of the excerpt's turns" if said_terms else " of the excerpt's last turn"
-            if features.has_exact_terms and preset.keyword_boost != 1.0:
-                weights["lexical"] *= preset.keyword_boost
-                shown = ", ".join(repr(t) for t in features.exact_terms[:5])
-                triggers["lexical"] += f"; exact-match terms {shown}: keyword weight x{preset.keyword_boost:g}"
+            factor = specific(terms) if specific is not None and preset.lexical_specificity and terms else None
+            if factor is not None and factor < 1.0:
+                weights["lexical"] *= factor
+                triggers["lexical"] += f"; its rarest word's IDF in this scope: keyword weight x{factor:.2f}"
+            if boosted and preset.keyword_boost != 1.0:
+                factor = 1.0 + (preset.keyword_boost - 1.0) * strength
+                weights["lexical"] *= factor
+                rare = [t for t in exact if rarity is None or rarity.get(t, 0.0) > 0.0]
+                shown = ", ".join(repr(t) for t in rare[:5])
+                scale = "" if rarity is None else f" (rarity {strength:.2f} in this scope)"
+                triggers["lexical"] += f"; exact-match terms {shown}{scale}: keyword weight x{factor:.3g}"
             elif follow_up and preset.follow_up_lexical is not None and len(weights) > 1:
                 weights["lexical"] *= preset.follow_up_lexical
                 triggers["lexical"] += (
@@ -175,11 +195,14 @@ class Planner:
                 weights["entity"] = 0.0
         if "context" in weights:
             if preset.context_width > 0:
-                triggers["context"] = f"turns within {preset.context_width} of a memory in its session"
+                triggers["context"] = (
+                    f"turns within {preset.context_width} of a memory in its session (a conversation: its turns "
+                    "alternate between speakers or roles)"
+                )
             else:
                 weights["context"] = 0.0
         if "session" in weights:
-            triggers["session"] = "how well the memory's session as a whole matches the query"
+            triggers["session"] = "how well the memory's session (a conversation) as a whole matches the query"
         if "graph" not in weights and excerpt and preset.dialogue_graph > 0:
             weights["graph"] = preset.dialogue_graph
         if "graph" in weights:
@@ -295,8 +318,15 @@ def temporal_score(
     return 0.5 if wants_time and start is not None else 0.0
 
 
+class ScopeSize(Protocol):
+    """How large a user's scope is (the rarity of a term or an entity is relative to it)."""
+
+    def count(self, user_id: str | None = None) -> int:
+        """How many memories the user has (every user's, without one)."""
+
+
 class SearchStore(
-    RecordReader, TextIndex, VectorIndex, CandidateIndex, EntityIndex, ValidityIndex, GraphIndex, Protocol
+    RecordReader, TextIndex, VectorIndex, CandidateIndex, EntityIndex, ValidityIndex, GraphIndex, ScopeSize, Protocol
 ):
     """What the read path uses of a store."""
 
@@ -324,6 +354,9 @@ class Retriever:
         self._graph = GraphDimension(store)
         self._dense = PassageDense(store, store)  # documents score their best passage (memlane.documents)
         self._last = threading.local()  # this thread's last graph paths, for the hits' explanations
+        self._conversations = ConversationMap()  # which sessions are conversations (context applies only there)
+        self._sizes: dict[str, tuple[int, float]] = {}  # user -> (memories, when counted)
+        self._frequencies = Frequencies(store)  # how many memories hold a word, per user and scope size
 
     def plan(
         self, query: str, user_id: str, preset: RetrievalPreset, now: datetime, qvec: Vectors | None = None
@@ -362,6 +395,9 @@ class Retriever:
                 category=category if c_score >= preset.label_confidence else None,
                 intent=intent if i_score >= preset.label_confidence else None,
             )
+        rarity: dict[str, float] = {}
+        if features.exact_terms and "lexical" in weights and preset.keyword_boost != 1.0:
+            rarity = term_rarity(self._frequencies, user_id, features.exact_terms, self.scope_size(user_id))
         return self._planner.plan(
             features,
             preset,
@@ -370,7 +406,21 @@ class Retriever:
             via={e: via[e] for e in entities if e in via},
             said=None if said is None else frozenset(said),
             shape=shape,
+            rarity=rarity,
+            specific=lambda terms: specificity(self._frequencies, user_id, terms, self.scope_size(user_id)),
         )
+
+    def scope_size(self, user_id: str) -> int:
+        """How many memories the user has, read again at most every ``_SIZE_TTL`` seconds (a rarity's scale)."""
+        now = time.monotonic()
+        known = self._sizes.get(user_id)
+        if known is not None and now - known[1] < _SIZE_TTL:
+            return known[0]
+        size = self._store.count(user_id)
+        if len(self._sizes) >= 10_000:
+            self._sizes.clear()
+        self._sizes[user_id] = (size, now)
+        return size
 
     def plan_and_embed(
         self, query: str, user_id: str, preset: RetrievalPreset, now: datetime
@@ -429,12 +479,19 @@ class Retriever:
             base = self._base(signals, plan.fusion)
             strongest = sorted(base, key=lambda k: -base[k])[: preset.expand]
             around = self._store.neighbours(user_id, strongest, preset.context_width)
+            # only in a conversation: documents or notes added together are no context of each other
+            talk = self._conversations.sessions(self._store, user_id, around)
+            around = {k: p for k, p in around.items() if p.session_id in talk}
             extra = [k for k in around if k not in returnable]
             returnable |= self._store.matching(user_id, extra, filters)
             pool = list(dict.fromkeys([*pool, *around]))
             self._complete(signals, qvec, plan.terms, filters, user_id, extra)
             facts = self._facts(user_id, pool, plan, dims)
-            where = {k: (f.session_id, f.position) for k, f in facts.items() if f.position is not None}
+            where = {
+                k: (f.session_id, f.position)
+                for k, f in facts.items()
+                if f.position is not None and f.session_id in talk
+            }
             base = self._base(signals, plan.fusion)
             if "context" in dims:
                 signals["context"] = context_scores(base, where, preset.context_width)
@@ -443,11 +500,14 @@ class Retriever:
         elif dims & _FACT_DIMS and pool:
             facts = self._facts(user_id, pool, plan, dims)
         if "entity" in dims and plan.entities:
-            signals["entity"] = {
-                k: max(1.0 if said else preset.mention_weight for said in f.entities.values())
+            # a memory said by a named entity scores 1; one that mentions it, by how rare the entity is in the scope
+            rare = entity_rarity(self._frequencies, user_id, plan.entities, self.scope_size(user_id))
+            scored = {
+                k: max(1.0 if said else preset.mention_weight * rare.get(e, 1.0) for e, said in f.entities.items())
                 for k, f in facts.items()
                 if f.entities
             }
+            signals["entity"] = {k: v for k, v in scored.items() if v > 0.0}
         if "temporal" in dims:
             span, wants = plan.features.time_range, plan.features.wants_time
             signals["temporal"] = {
@@ -494,9 +554,10 @@ class Retriever:
             missing = [k for k in keys if k not in signals["dense"]]
             signals["dense"].update(self._dense.scores(user_id, qvec, missing))
         if "lexical" in signals:
-            missing = [k for k in keys if k not in signals["lexical"]]
+            lexical = signals["lexical"]
+            missing = [k for k in keys if k not in lexical]
             found = self._store.text_scores(user_id, terms, missing, filters) if missing else {}
-            signals["lexical"].update({k: found.get(k, 0.0) for k in missing})
+            lexical.update({k: found.get(k, 0.0) for k in missing})
 
     @staticmethod
     def _base(signals: Mapping[str, Mapping[str, float]], spec: FusionSpec) -> dict[str, float]:

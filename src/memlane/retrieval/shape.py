@@ -13,8 +13,18 @@ from typing import Final
 
 from memlane.enrich.entities import is_sentence_start, never_a_name
 
-# "Name: text" at the start of a line: a turn of dialogue (a speaker label of one to four words, no URL scheme).
-_TURN: Final = re.compile(r"^\s*(?P<speaker>[^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*){0,3})\s*:(?!//)\s+\S", re.UNICODE)
+# A speaker label of one to four words.
+_LABEL: Final = r"[^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*){0,3}"
+# A turn of dialogue at the start of a line, its label in any of the common forms: "Name: text" (no URL scheme),
+# "<Name>: text" and "<Name> text" (chat logs), "[Name] text", "**Name**: text" and "**Name:** text" (Markdown).
+_TURN: Final = re.compile(
+    rf"^\s*(?:<(?P<angle>{_LABEL})>\s*:?|\[(?P<square>{_LABEL})\]\s*:?|\*\*(?P<bold>{_LABEL})\*\*\s*:"
+    rf"|\*\*(?P<boldin>{_LABEL}):\*\*|(?P<plain>{_LABEL})\s*:(?!//))\s+(?=\S)",
+    re.UNICODE,
+)
+_LABEL_GROUPS: Final = ("angle", "square", "bold", "boldin", "plain")
+# A line that is one quoted utterance ("I went to the group yesterday."): a turn whose speaker is not named.
+_QUOTES: Final = {'"': '"', "“": "”", "„": "“", "«": "»", "'": "'", "‘": "’"}
 _SENTENCE_END: Final = re.compile(r"[.!?]+(?=\s|$)")
 _WORD: Final = re.compile(r"\w+", re.UNICODE)
 _WORD_START: Final = re.compile(r"\b[^\W\d_][\w'’-]*", re.UNICODE)
@@ -80,16 +90,39 @@ def names_someone(text: str) -> bool:
     )
 
 
+def unquoted(text: str) -> str | None:
+    """The utterance inside ``text`` when all of it is one quotation (“...”, "...", '...'), else None."""
+    text = text.strip()
+    close = _QUOTES.get(text[:1])
+    if close is None or len(text) < 3 or not text.endswith(close):
+        return None
+    inner = text[1:-1].strip()
+    return inner if inner and close not in inner else None
+
+
+def read_turn(line: str) -> tuple[str | None, str] | None:
+    """A line read as a turn of dialogue: (its speaker label, or None for a quoted line without one; what was said,
+    its quotes removed), or None when the line is no turn.
+    """
+    match = _TURN.match(line)
+    if match is not None:
+        speaker = next(match.group(g) for g in _LABEL_GROUPS if match.group(g) is not None)
+        said = line[match.end() :].strip()
+        return speaker, unquoted(said) or said
+    inner = unquoted(line)
+    return None if inner is None else (None, inner)
+
+
 def query_shape(text: str) -> QueryShape:
     """Measure ``text``: words, lines, speaker turns, sentences, and whether its last line asks a question."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    matches = [_TURN.match(line) for line in lines]
-    turns = sum(1 for m in matches if m)
+    read = [read_turn(line) for line in lines]
+    turns = sum(1 for r in read if r is not None)
     last = lines[-1] if lines else ""
-    match = _TURN.match(last)
-    last_is_turn = bool(match and turns)
-    if match and turns:
-        last = last[match.end("speaker") :].lstrip().removeprefix(":").strip()
+    last_is_turn = bool(read and read[-1] is not None and turns)
+    said = [r[1] if r is not None else line for line, r in zip(lines, read, strict=True)]
+    if last_is_turn:
+        last = said[-1]
     sentences = sum(max(len(_SENTENCE_END.findall(line)), 1) for line in lines)
     return QueryShape(
         words=len(_WORD.findall(text)),
@@ -98,10 +131,7 @@ def query_shape(text: str) -> QueryShape:
         sentences=sentences,
         is_question=last.rstrip().endswith("?"),
         last_turn=last,
-        speakers=tuple(dict.fromkeys(m.group("speaker") for m in matches if m)),
-        said="\n".join(
-            line[m.end("speaker") :].lstrip().removeprefix(":").strip() if m else line
-            for line, m in zip(lines, matches, strict=True)
-        ),
+        speakers=tuple(dict.fromkeys(r[0] for r in read if r is not None and r[0] is not None)),
+        said="\n".join(said),
         last_is_turn=last_is_turn,
     )
