@@ -95,6 +95,7 @@ from memlane.security.validation import (
 from memlane.store import Store, open_store
 from memlane.store.outcome import JobClaim, JobFencedError, JobOutcome
 from memlane.store.records import embed_hash
+from memlane.telemetry import timed  # telemetry: per-operation metrics and spans (memlane.telemetry)
 from memlane.worker import JobDeferred, JobWorker
 
 log = logging.getLogger(__name__)
@@ -292,6 +293,7 @@ class Memory:
             )
 
     # -- write path --------------------------------------------------------------------------------
+    @timed("add")  # telemetry
     def add(
         self,
         messages: MessagesInput,
@@ -489,6 +491,7 @@ class Memory:
         queued = self._store.jobs(None, JobState.QUEUED, limit)
         return queued + self._store.jobs(None, JobState.RUNNING, max(0, limit - len(queued)))
 
+    @timed("extract_job")  # telemetry
     @_blas_held  # extraction embeds and compares vectors
     def _handle_job(self, job: Job) -> None:
         owner = self._leases.owner
@@ -617,6 +620,7 @@ class Memory:
         return np.vstack([known[h] for h in hashes]).astype(np.float32, copy=False)
 
     # -- read path ---------------------------------------------------------------------------------
+    @timed("search")  # telemetry
     def search(
         self,
         query: str,
@@ -645,6 +649,7 @@ class Memory:
                 h.memory.last_accessed = now
         return unscope_all(hits)
 
+    @timed("ask")  # telemetry
     def ask(
         self,
         question: str,
@@ -674,6 +679,7 @@ class Memory:
         unscope_all(answer.hits)
         return answer
 
+    @timed("context")  # telemetry
     def context(
         self,
         query: str,

@@ -98,9 +98,11 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
         if owned:
             config = Config.from_env().with_(data_dir=settings.data_dir)
             svc.memory = Memory(settings.store, embedder=settings.embedder, config=config)
+        svc.start_telemetry()  # per-operation metrics (memlane.telemetry)
         try:
             yield
         finally:
+            svc.stop_telemetry()
             if owned and svc.memory is not None:
                 svc.memory.close()
                 svc.memory = None
