@@ -65,13 +65,14 @@ from memlane.models import (
     MemoryKind,
     Message,
     Stats,
+    UserSummary,
     utcnow,
 )
 from memlane.observe import Observation, check_observations, prepare
 from memlane.retrieval.rerank import make_reranker
 from memlane.retrieval.search import Retriever
 from memlane.retrieval.tuning import FitResult, LabelledQuery, QueryMatrix, fit, split_groups
-from memlane.scope import DEFAULT_TENANT, check_tenant, in_tenant, scope_key, unscope, unscope_all
+from memlane.scope import DEFAULT_TENANT, check_tenant, in_tenant, scope_key, split_key, unscope, unscope_all
 from memlane.security.guard import Guard, Screened, flags_for
 from memlane.security.sanitise import Fenced
 from memlane.security.sanitise import fence as fence_hits
@@ -93,6 +94,7 @@ from memlane.security.validation import (
     require_scope,
 )
 from memlane.store import Store, open_store
+from memlane.store.base import StoreTransfer
 from memlane.store.outcome import JobClaim, JobFencedError, JobOutcome
 from memlane.store.records import embed_hash
 from memlane.telemetry import timed  # telemetry: per-operation metrics and spans (memlane.telemetry)
@@ -1317,6 +1319,17 @@ class Memory:
             path=self._store.location,
             size_bytes=self._store.size_bytes(),
         )
+
+    def users(self, *, tenant: str | None = None, limit: int = 100, offset: int = 0) -> builtins.list[UserSummary]:
+        """The users of a tenant (in order of first arrival) with how many memories each holds; what the inspector's
+        user list shows. A backend that cannot list its users returns none.
+        """
+        tenant = check_tenant(tenant)
+        limit, offset = self._page(limit, offset)
+        if not isinstance(self._store, StoreTransfer):
+            return []
+        keys = [k for k in self._store.user_ids() if in_tenant(k, tenant)][offset : offset + limit]
+        return [UserSummary(user_id=split_key(k)[1], memories=self._store.count(k)) for k in keys]
 
     def reindex(self, *, batch_size: int = 256, on_progress: Callable[[int], None] | None = None) -> int:
         """Re-embed every memory with the configured embedder and record it as the store's model.

@@ -39,6 +39,7 @@ from memlane.server.schemas import (
     UpdateRequest,
 )
 from memlane.server.service import INSECURE_WARNING, Principal, ServerSettings, Service, public_detail, status_of
+from memlane.server.ui import mount_inspector
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +117,8 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
         summary="Long-term memory for conversational AI: tenants, keys, explained hybrid search.",
         lifespan=lifespan,
         responses=_ERRORS,
+        docs_url=None,  # served from the package by the inspector (memlane.server.ui), so that it works offline
+        redoc_url=None,
     )
     app.state.service = svc
     exempt = frozenset({"/health", "/ready", "/metrics"})
@@ -420,4 +423,5 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
             for e in entries
         ]
 
+    mount_inspector(app, svc)  # the inspector at /ui and Swagger UI at /docs (memlane.server.ui)
     return app
