@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from memlane.cli.bench import bench_app
+from memlane.cli.bench_ui import bench_inspector  # noqa: F401  (registers `memlane bench inspector`)
 from memlane.cli.graph import graph
 from memlane.cli.mcp import mcp_command
 from memlane.cli.migrate import migrate_command
