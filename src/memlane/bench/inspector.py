@@ -103,17 +103,43 @@ def run(
             times = []
             with TestClient(create_app(settings, memory=memory, admin=admin)) as client:
                 client.cookies.set("memlane_key", key)
-                for name, path in pages:
+                bearer = {"Authorization": f"Bearer {key}"}
+                query = {"user_id": "maya", "query": "what did Anna say about the garden in Denver", "explain": True}
+                rest: list[tuple[str, str, Callable[[], int]]] = [
+                    (
+                        "REST search, same query (for comparison)",
+                        "POST /v1/search",
+                        lambda: client.post("/v1/search", json=query, headers=bearer).status_code,
+                    ),
+                    (
+                        "REST list, last page (for comparison)",
+                        f"GET /v1/memories?offset={deep}",
+                        lambda: (
+                            client.get(
+                                "/v1/memories", params={"user_id": "maya", "limit": 50, "offset": deep}, headers=bearer
+                            ).status_code
+                        ),
+                    ),
+                ]
+                calls = [(name, path, _getter(client, path)) for name, path in pages] + rest
+                for name, path, fetch in calls:
                     took, status = [], 0
                     for _ in range(repeats + 1):
                         t0 = time.perf_counter()
-                        status = client.get(path).status_code
+                        status = fetch()
                         took.append((time.perf_counter() - t0) * 1000)
                     took = sorted(took[1:])
                     p90 = took[min(len(took) - 1, round(0.9 * (len(took) - 1)))]
                     times.append(PageTime(name, path, statistics.median(took), p90, status))
         admin.close()
     return times, filled
+
+
+def _getter(client: object, path: str) -> Callable[[], int]:
+    def fetch() -> int:
+        return int(client.get(path).status_code)  # type: ignore[attr-defined]
+
+    return fetch
 
 
 def load_average() -> tuple[float, float, float]:
