@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 NAMES = ("Anna", "Ben", "Chloe", "Dev", "Elif", "Farid", "Grace", "Hiro")
 PLACES = ("Denver", "Lisbon", "Osaka", "Nairobi", "Quito", "Tallinn")
@@ -148,3 +149,22 @@ def load_average() -> tuple[float, float, float]:
         return os.getloadavg()
     except OSError:
         return (0.0, 0.0, 0.0)
+
+
+def markdown_section(run: dict[str, Any]) -> list[str]:
+    """The benchmarks page's section for a saved ``memlane bench inspector`` report."""
+    pages, load = run["pages"], run["load_average"]
+    return [
+        "## Inspector pages at 100,000 memories in one scope",
+        "",
+        f"`{run['command']} --n {run['memories']}` (MEMLANE_INFER=0; one user filled with {run['memories']:,} turns "
+        f"by the `{run.get('embedder', 'static')}` embedder in {run['fill_seconds']} s, a few flagged; each page loaded "
+        "through the ASGI app in process, first load dropped, then 5 timed). The machine was shared with other heavy "
+        f"work: load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on 2 cores when it finished, so absolute "
+        "times are pessimistic; the REST calls timed in the same run give the scale.",
+        "",
+        "| page | path | median ms | p90 ms |",
+        "|---|---|---|---|",
+        *(f"| {p['page']} | `{p['path']}` | {p['median_ms']:.0f} | {p['p90_ms']:.0f} |" for p in pages),
+        "",
+    ]
