@@ -103,3 +103,17 @@ def test_spans_through_opentelemetry(tmp_path: Path):
     search, context = spans["memlane.search"], spans["memlane.context"]
     assert search.parent is not None and search.parent.span_id == context.context.span_id
     assert not telemetry.enabled()
+
+
+def test_an_hnsw_build_is_recorded(rec):
+    import numpy as np
+
+    from memlane.store.ann.hnsw import HnswVectors
+    from memlane.store.ann.types import IndexSettings
+
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((300, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    built = HnswVectors.build(16, IndexSettings(exact_below=200, expansion_search=64), np.arange(300), vectors)
+    assert built is not None
+    assert [(op, err) for op, _, err in rec.seen] == [("index_build", None)]
