@@ -188,3 +188,19 @@ def test_insecure_dev_needs_no_login_but_forms_still_need_the_token(tmp_path):
         assert api.client.post(url, data=body, follow_redirects=False).status_code == 403
         assert api.client.post(url, data={**body, "csrf": csrf(page.text)}, follow_redirects=False).status_code == 303
         assert api.memory.get(mid, user_id="ana").text == "I adopted a beagle in May"
+
+
+def test_a_forms_token_holds_on_another_server_process(api, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from memlane.server import ServerSettings, create_app
+
+    ids = seed(api)
+    login(api)
+    token = csrf(api.client.get(f"/ui/u/ana/m/{ids[0]}").text)
+    other = create_app(ServerSettings(data_dir=tmp_path), memory=api.memory, admin=api.admin)
+    with TestClient(other) as client:
+        client.cookies.set("memlane_key", api.keys["acme"])
+        r = client.post(f"/ui/u/ana/m/{ids[0]}/delete", data={"csrf": token}, follow_redirects=False)
+        assert r.status_code == 303
+    assert api.client.get(f"/ui/u/ana/m/{ids[0]}").status_code == 404

@@ -1,8 +1,9 @@
 """The inspector's session: the API key in a cookie, the caller it authenticates, and CSRF tokens for its forms.
 
 The key is kept in an ``HttpOnly`` cookie (``Secure`` when the request came over https, ``SameSite=Strict``), never in
-a URL. Every form that changes something carries a token derived from that cookie with a secret of this process
-(HMAC-SHA256): a page of another site can neither read it nor, thanks to ``SameSite=Strict``, send the cookie.
+a URL. Every form that changes something carries a token derived from that key (HMAC-SHA256 keyed by it): a page of
+another site can neither read the key nor compute the token, and thanks to ``SameSite=Strict`` cannot send the cookie.
+Being derived from the key alone, the token is the same on every server process behind a load balancer.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class Sessions:
     """Reads and writes the key cookie; issues and checks CSRF tokens."""
 
     svc: Service
-    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))  # insecure-dev's sessions (no key)
 
     def key_of(self, request: Request) -> str:
         return request.cookies.get(COOKIE, "")
@@ -76,7 +77,7 @@ class Sessions:
     def csrf_token(self, request: Request) -> str:
         """The token this session's forms carry (empty without a session)."""
         key = self.key_of(request)
-        return hmac.new(self.secret, key.encode("utf-8"), hashlib.sha256).hexdigest() if key else ""
+        return hmac.new(key.encode("utf-8"), b"memlane-ui-csrf", hashlib.sha256).hexdigest() if key else ""
 
     def check_csrf(self, request: Request, token: str) -> None:
         """Refuse (403) a form whose token is not this session's, or that another origin submitted."""
