@@ -39,7 +39,7 @@ from memlane.server.schemas import (
     UpdateRequest,
 )
 from memlane.server.service import INSECURE_WARNING, Principal, ServerSettings, Service, public_detail, status_of
-from memlane.server.ui import mount_inspector
+from memlane.server.ui.mount import mount_inspector
 
 log = logging.getLogger(__name__)
 
