@@ -15,6 +15,7 @@ from typing import IO, TYPE_CHECKING, Any, Self
 from memlane.models import HistoryEvent
 from memlane.records.inputs import FiltersInput, MessagesInput
 from memlane.records.keys import content_hash, index_text, message_hash, normalise_text
+from memlane.telemetry import timed  # telemetry: per-operation metrics and spans (memlane.telemetry)
 
 if TYPE_CHECKING:  # the services, models and stores load when a Memory is made, not when this module is imported
     from memlane.answer.ask import Answer
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # the services, models and stores load when a Memory is made,
         JobState,
         MemoryItem,
         Stats,
+        UserSummary,
     )
     from memlane.observe import Observation
     from memlane.records.graph import RelationEdge
@@ -102,6 +104,7 @@ class Memory:
         """Embed, enrich and store ``items`` as the write path does (for tools that write typed memories)."""
         self._services.writes.indexer.insert(items, event)
 
+    @timed("extract_job")  # telemetry
     def _handle_job(self, job: Job) -> None:
         """Run one claimed background job in this process (extraction under the user's consolidation lock)."""
         self._services.handler(job)
@@ -129,6 +132,7 @@ class Memory:
         return self._extraction.usage
 
     # -- write path (memlane.services.write) ------------------------------------------------------------------------------
+    @timed("add")  # telemetry
     def add(
         self,
         messages: MessagesInput,
@@ -199,6 +203,7 @@ class Memory:
         return self._services.writes.observe(scope, observations, session_id=session_id, agent_id=agent_id)
 
     # -- read path (memlane.services.read) --------------------------------------------------------------------------------
+    @timed("search")  # telemetry
     def search(
         self,
         query: str,
@@ -213,6 +218,7 @@ class Memory:
         scope = self._bind(user_id, tenant, counts=False)
         return self._services.reads.search(scope, query, top_k=top_k, filters=filters, preset_name=preset_name)
 
+    @timed("ask")  # telemetry
     def ask(
         self,
         question: str,
@@ -230,6 +236,7 @@ class Memory:
         scope = self._bind(user_id, tenant)
         return self._services.reads.ask(scope, question, top_k=top_k, now=now, token_budget=token_budget)
 
+    @timed("context")  # telemetry
     def context(
         self,
         query: str,
@@ -515,6 +522,12 @@ class Memory:
         return self._services.transfer.import_(
             source, user_id=user_id, keep_user_ids=keep_user_ids, on_progress=on_progress, tenant=tenant
         )
+
+    def users(self, *, tenant: str | None = None, limit: int = 100, offset: int = 0) -> builtins.list[UserSummary]:
+        """The users of a tenant (in order of first arrival) with how many memories each holds; what the inspector's
+        user list shows. A backend that cannot list its users returns none.
+        """
+        return self._services.transfer.users(tenant=tenant, limit=limit, offset=offset)
 
     def stats(self, *, user_id: str | None = None, tenant: str | None = None) -> Stats:
         """Counts and size of the store (or of one user's memories; a tenant other than the default needs one)."""

@@ -372,6 +372,15 @@ class Stats(BaseModel):
     size_bytes: int
 
 
+class UserSummary(BaseModel):
+    """One user of a tenant and how many memories they hold (``Memory.users``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str
+    memories: int = Field(ge=0)
+
+
 class Compaction(BaseModel):
     """What ``Memory.compact`` did: the store's size before and after, what it rewrote, and what it cannot reach."""
 

@@ -581,6 +581,11 @@ def _json_sections(results: Path) -> list[str]:
         ]
         if "jobs_done_after" in run:
             lines += [f"Every queued job was done after the run ({run['jobs_done_after']:,} extraction jobs).", ""]
+    inspector_path = results / "inspector.json"
+    if inspector_path.exists():
+        from memlane.bench.inspector import markdown_section
+
+        lines += markdown_section(json.loads(inspector_path.read_text(encoding="utf-8")))
     injection_path = results / "injection-dev.json"
     if injection_path.exists():
         lines += [

@@ -9,6 +9,7 @@ import typer
 import memlane.cli.bench_docs as bench_docs
 import memlane.cli.bench_quality as bench_quality
 import memlane.cli.bench_speed as bench_speed
+import memlane.cli.bench_ui as bench_ui
 from memlane.cli.bench_common import command_line as _command
 
 __all__ = ["_command", "bench_app"]  # _command: the command line recorded in results files, by its older name
@@ -31,3 +32,4 @@ bench_app.command("dialogue")(bench_quality.bench_dialogue)
 bench_app.command("technical")(bench_quality.bench_technical)
 bench_app.command("load")(bench_speed.bench_load)
 bench_app.command("docs")(bench_docs.bench_docs)
+bench_app.command("inspector")(bench_ui.bench_inspector)

@@ -6,7 +6,9 @@ from memlane.errors import MissingDependencyError
 
 try:
     import fastapi  # noqa: F401
+    import jinja2  # noqa: F401
     import prometheus_client  # noqa: F401
+    import python_multipart  # noqa: F401
     import uvicorn  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("the REST server", "server") from exc

@@ -44,6 +44,7 @@ from memlane.server.schemas import (
 from memlane.server.service import INSECURE_WARNING, ServerSettings, Service, public_detail, status_of
 from memlane.server.strict import install as install_strict
 from memlane.server.strict import problem, safe
+from memlane.server.ui.mount import mount_inspector
 
 log = logging.getLogger(__name__)
 
@@ -86,9 +87,11 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
         if owned:
             config = Config.from_env().with_(data_dir=settings.data_dir)
             svc.memory = Memory(settings.store, embedder=settings.embedder, config=config)
+        svc.start_telemetry()  # per-operation metrics (memlane.telemetry)
         try:
             yield
         finally:
+            svc.stop_telemetry()
             if owned and svc.memory is not None:
                 svc.memory.close()
                 svc.memory = None
@@ -105,6 +108,8 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
         generate_unique_id_function=operation_id,
         openapi_tags=TAGS,
         servers=SERVERS,
+        docs_url=None,  # served from the package by the inspector (memlane.server.ui), so that it works offline
+        redoc_url=None,
     )
     app.state.service = svc
     install_strict(app)
@@ -426,4 +431,5 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
 
     app.include_router(documents_router)  # POST /v1/documents (memlane.server.documents)
     register(app)  # the routes beyond the memories' own (memlane.server.routes)
+    mount_inspector(app, svc)  # the inspector at /ui and Swagger UI at /docs (memlane.server.ui)
     return app

@@ -7,6 +7,8 @@ checks the scope and the rate limit afterwards, with the same key lookup. Probes
 
 from __future__ import annotations
 
+from http.cookies import CookieError, SimpleCookie
+
 from fastapi import HTTPException
 
 from memlane.server.limits import ASGIApp, Receive, Scope, Send, has_body, refuse
@@ -14,6 +16,25 @@ from memlane.server.service import Service
 
 #: Paths served without a key: probes and the documentation.
 OPEN_PATHS = frozenset({"/health", "/ready", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+
+
+#: The inspector's pages (memlane.server.ui): their key comes in its session cookie.
+UI_PREFIX = "/ui"
+UI_COOKIE = "memlane_key"  # memlane.server.ui.session.COOKIE
+UI_LOGIN = "/ui/login"
+
+
+def cookie(scope: Scope, name: str) -> str | None:
+    """The value of cookie ``name`` in the request's ``Cookie`` header, or ``None``."""
+    for header, value in scope.get("headers", []):
+        if header == b"cookie":
+            try:
+                jar = SimpleCookie(value.decode("latin-1"))
+            except CookieError:
+                return None
+            morsel = jar.get(name)
+            return morsel.value or None if morsel is not None else None
+    return None
 
 
 def bearer(scope: Scope) -> str | None:
@@ -37,8 +58,17 @@ class KeyFirst:
         if scope["type"] != "http" or self.service.settings.insecure_dev or scope.get("path") in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
+        token = bearer(scope)
+        path = scope.get("path", "")
+        if path == UI_PREFIX or path.startswith(UI_PREFIX + "/"):
+            # a bodiless page request authenticates itself (no valid key: the login form), and the login form's
+            # own body (small, and under the body deadline) carries the key; any other form needs the key first
+            if not has_body(scope) or path == UI_LOGIN:
+                await self.app(scope, receive, send)
+                return
+            token = token or cookie(scope, UI_COOKIE)
         try:
-            self.service.identify(bearer(scope))
+            self.service.identify(token)
         except HTTPException as exc:
             await refuse(send, exc.status_code, str(exc.detail), dict(exc.headers or {}), close=has_body(scope))
             return

@@ -16,6 +16,7 @@ import anyio.to_thread
 from fastapi import HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials
 
+from memlane import telemetry
 from memlane.engine import Memory
 from memlane.errors import (
     ConfigError,
@@ -121,6 +122,25 @@ class Service:
         # CPU-bound calls (embedding, scoring) gain nothing from more threads than cores can run; a small pool and a
         # bounded wait keep latency predictable and turn overload into 503s instead of a growing queue.
         self.workers = anyio.CapacityLimiter(self.settings.threads)
+
+    def start_telemetry(self) -> None:
+        """Count and time the library's operations into this server's metrics, and watch the job queue."""
+        telemetry.add_recorder(self.metrics)
+        self.metrics.watch_queue(self._queue_depth)
+
+    def stop_telemetry(self) -> None:
+        telemetry.remove_recorder(self.metrics)
+
+    def _queue_depth(self) -> float:
+        """Jobs queued or running (at most the library's list limit); NaN while the store is closed or failing."""
+        memory = self.memory
+        if memory is None:
+            return float("nan")
+        try:
+            return float(len(memory.pending_jobs(limit=memory.limits.list_limit)))
+        except MemlaneError as exc:
+            log.warning("job queue depth not read: %s", exc)
+            return float("nan")
 
     def open_memory(self) -> Memory:
         if self.memory is None:

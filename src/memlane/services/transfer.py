@@ -17,17 +17,17 @@ from memlane.enrich.pipeline import Enricher
 from memlane.errors import ImportFormatError, StoreError, ValidationError
 from memlane.graph.relations import relations_by_user, relations_from_claims
 from memlane.lifecycle.distill import typed_hash
-from memlane.models import HistoryEvent, MemoryItem, MemoryKind, Stats
+from memlane.models import HistoryEvent, MemoryItem, MemoryKind, Stats, UserSummary
 from memlane.records.entities import AliasRow
 from memlane.records.graph import RelationClaim
 from memlane.records.keys import index_text, message_hash
-from memlane.scope import DEFAULT_TENANT, check_tenant, in_tenant, scope_key, unscope
+from memlane.scope import DEFAULT_TENANT, check_tenant, in_tenant, scope_key, split_key, unscope
 from memlane.security.import_ids import place as place_imported
 from memlane.security.transfer import EXPORT_FORMAT, ImportLine, read_export, write_export
 from memlane.security.validation import check_bool, check_callback, check_int, optional_id
 from memlane.services.core import Core
 from memlane.services.indexing import Indexer
-from memlane.store.base import EntityIndex, RecordReader, RecordWriter, StoreInfo, VectorStore
+from memlane.store.base import EntityIndex, RecordReader, RecordWriter, StoreInfo, StoreTransfer, VectorStore
 
 Relearnt = tuple[dict[str, list[AliasRow]], dict[str, list[RelationClaim]], dict[str, list[str]]]
 
@@ -165,6 +165,16 @@ class Transfer:
                 raise ImportFormatError(
                     f"line {line.lineno}: id {stored.id[:80]!r} belongs to another user's memory; nothing was imported"
                 )
+
+    def users(self, *, tenant: str | None, limit: int, offset: int) -> list[UserSummary]:
+        """The users of a tenant with their memory counts (see ``Memory.users``)."""
+        tenant = check_tenant(tenant)
+        limit, offset = self.core.page(limit, offset)
+        store = self.core.store
+        if not isinstance(store, StoreTransfer):
+            return []
+        keys = [k for k in store.user_ids() if in_tenant(k, tenant)][offset : offset + limit]
+        return [UserSummary(user_id=split_key(k)[1], memories=store.count(k)) for k in keys]
 
     def stats(self, *, user_id: str | None, tenant: str | None) -> Stats:
         """Counts and size of the store, or of one user's memories (see ``Memory.stats``)."""

@@ -24,6 +24,7 @@ from memlane.errors import StoreError
 from memlane.store.ann.exact import ExactVectors
 from memlane.store.ann.files import load_exact, save_exact
 from memlane.store.ann.types import F32, I64, IndexSettings
+from memlane.telemetry import timed
 
 #: Batches at least this large are inserted on every core; smaller ones on the calling thread.
 PARALLEL_ADD = 64
@@ -219,6 +220,7 @@ class HnswVectors:
         return cls(dim, settings, index=index, rows=copy)
 
     @classmethod
+    @timed("index_build")  # telemetry
     def build(cls, dim: int, settings: IndexSettings, keys: I64, vectors: F32) -> HnswVectors:
         """A graph over the given vectors (one batch insert)."""
         out = cls(dim, settings)
