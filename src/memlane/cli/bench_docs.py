@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from memlane.config import PRESETS
+from memlane.cli.options import PRESET_NAMES
 from memlane.errors import MemlaneError
 
 out = Console(soft_wrap=True)
@@ -56,7 +56,7 @@ def bench_docs(
         typer.Option(
             "--config",
             "--preset",
-            help=f"Retrieval preset(s) to measure, repeatable ({', '.join(PRESETS)}, default). Default: all.",
+            help=f"Retrieval preset(s) to measure, repeatable ({', '.join(PRESET_NAMES)}, default). Default: all.",
         ),
     ] = None,
     embedder: Annotated[
