@@ -5,37 +5,14 @@ Registered on the ``bench`` group by ``memlane.cli.bench`` (this module imports 
 
 from __future__ import annotations
 
-import shlex
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from memlane.cli.bench_common import command_line, err, fail_run, out, tracking
 from memlane.cli.options import PRESET_NAMES
 from memlane.errors import MemlaneError
-
-out = Console(soft_wrap=True)
-err = Console(stderr=True)
-
-
-class _Bars:
-    """Progress of each phase as one rich bar on stderr (a ``Tracker``)."""
-
-    def __init__(self, progress: Progress) -> None:
-        self._progress = progress
-        self._task: TaskID | None = None
-
-    def phase(self, description: str, total: int) -> None:
-        if self._task is not None:
-            self._progress.remove_task(self._task)
-        self._task = self._progress.add_task(description, total=total)
-
-    def advance(self, steps: int = 1) -> None:
-        if self._task is not None:
-            self._progress.advance(self._task, steps)
 
 
 def bench_docs(
@@ -70,16 +47,11 @@ def bench_docs(
     from memlane.bench.locomo import write_json
 
     try:
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=err, transient=True) as progress:
-            tracker = _Bars(progress)
+        with tracking() as tracker:
             report = run_docs(data, batches=batch or BATCHES, presets=config_names, embedder=embedder, tracker=tracker)
     except MemlaneError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(2) from None
-    report.command = (
-        shlex.join(["memlane", *sys.argv[1:]]) if Path(sys.argv[0]).name == "memlane" else "memlane bench docs"
-    )
+        fail_run(str(exc))
+    report.command = command_line("docs")
     out.print(render_docs_report(report), highlight=False)
     if json_out is not None:
         write_json(report, json_out)
