@@ -15,7 +15,6 @@ from typing import IO, TYPE_CHECKING, Any, Self
 from memlane.models import HistoryEvent
 from memlane.records.inputs import FiltersInput, MessagesInput
 from memlane.records.keys import content_hash, index_text, message_hash, normalise_text
-from memlane.telemetry import timed  # telemetry: per-operation metrics and spans (memlane.telemetry)
 
 if TYPE_CHECKING:  # the services, models and stores load when a Memory is made, not when this module is imported
     from memlane.answer.ask import Answer
@@ -104,7 +103,6 @@ class Memory:
         """Embed, enrich and store ``items`` as the write path does (for tools that write typed memories)."""
         self._services.writes.indexer.insert(items, event)
 
-    @timed("extract_job")  # telemetry
     def _handle_job(self, job: Job) -> None:
         """Run one claimed background job in this process (extraction under the user's consolidation lock)."""
         self._services.handler(job)
@@ -132,7 +130,6 @@ class Memory:
         return self._extraction.usage
 
     # -- write path (memlane.services.write) ------------------------------------------------------------------------------
-    @timed("add")  # telemetry
     def add(
         self,
         messages: MessagesInput,
@@ -203,7 +200,6 @@ class Memory:
         return self._services.writes.observe(scope, observations, session_id=session_id, agent_id=agent_id)
 
     # -- read path (memlane.services.read) --------------------------------------------------------------------------------
-    @timed("search")  # telemetry
     def search(
         self,
         query: str,
@@ -218,7 +214,6 @@ class Memory:
         scope = self._bind(user_id, tenant, counts=False)
         return self._services.reads.search(scope, query, top_k=top_k, filters=filters, preset_name=preset_name)
 
-    @timed("ask")  # telemetry
     def ask(
         self,
         question: str,
@@ -236,7 +231,6 @@ class Memory:
         scope = self._bind(user_id, tenant)
         return self._services.reads.ask(scope, question, top_k=top_k, now=now, token_budget=token_budget)
 
-    @timed("context")  # telemetry
     def context(
         self,
         query: str,

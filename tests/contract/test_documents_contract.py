@@ -74,8 +74,17 @@ def test_a_batch_of_documents_lends_no_context_to_its_neighbours(memory: Memory)
         assert "lexical" not in by_text["An apple pie recipe."].breakdown or (
             by_text["An apple pie recipe."].breakdown["lexical"].raw == 0
         )
-    # the same texts as turns of one call are neighbours: what documents are not
-    memory.add(["The giraffe grazes.", "A plum pie recipe."], user_id="bo")
+    # turns of one conversation (a session whose speakers alternate) are neighbours: what documents are not
+    memory.add(
+        [
+            {"role": "user", "content": "The giraffe grazes."},
+            {"role": "assistant", "content": "A plum pie recipe."},
+            {"role": "user", "content": "The kettle whistles."},
+            {"role": "assistant", "content": "A quiet evening."},
+        ],
+        user_id="bo",
+        session_id="s1",
+    )
     turns = memory.search("giraffe", user_id="bo", top_k=2)
     assert any("context" in h.breakdown or "session" in h.breakdown for h in turns)
 

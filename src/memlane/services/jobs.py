@@ -21,6 +21,7 @@ from memlane.services.core import Core
 from memlane.services.scope import Scope
 from memlane.store.base import JobQueue
 from memlane.store.outcome import JobOutcome
+from memlane.telemetry import timed
 from memlane.worker import JobDeferred, JobWorker
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ class JobHandler:
         self.store = store
         self.distiller = distiller
 
+    @timed("extract_job")  # telemetry
     def __call__(self, job: Job) -> None:
         with blas_threads(self.core.config.blas_threads):  # extraction embeds and compares vectors
             owner = self.core.leases.owner

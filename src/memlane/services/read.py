@@ -35,6 +35,7 @@ from memlane.services.core import Core
 from memlane.services.scope import Scope
 from memlane.services.security import Security
 from memlane.store.base import FeedbackLog, RecordReader, StoreInfo
+from memlane.telemetry import timed
 
 
 class ReadStore(RecordReader, FeedbackLog, StoreInfo, AskStore, Protocol):
@@ -58,6 +59,7 @@ class Reads:
         self.security = security
         self.chat = chat
 
+    @timed("search")  # telemetry
     def search(
         self, scope: Scope, query: str, *, top_k: int, filters: FiltersInput, preset_name: str | None
     ) -> list[Hit]:
@@ -79,6 +81,7 @@ class Reads:
                 h.memory.last_accessed = now
         return unscope_all(hits)
 
+    @timed("ask")  # telemetry
     def ask(self, scope: Scope, question: str, *, top_k: int, now: datetime | str | None, token_budget: int) -> Answer:
         """Answer ``question`` from this user's memories (see ``Memory.ask``)."""
         limits = self.core.limits
@@ -96,6 +99,7 @@ class Reads:
         unscope_all(answer.hits)
         return answer
 
+    @timed("context")  # telemetry
     def context(self, scope: Scope, query: str, *, token_budget: int, top_k: int, include_flagged: bool) -> Context:
         """The memories that answer ``query`` fenced for a prompt within ``token_budget`` (see ``Memory.context``)."""
         check_int(token_budget, what="token_budget", low=1, high=1_000_000)

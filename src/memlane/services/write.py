@@ -24,6 +24,7 @@ from memlane.services.jobs import Jobs
 from memlane.services.scope import Scope
 from memlane.store.base import EntityIndex, JobQueue, RecordReader
 from memlane.store.outcome import JobFencedError, JobOutcome
+from memlane.telemetry import timed
 
 ObservationsInput = Observation | Mapping[str, Any] | Sequence[Observation | Mapping[str, Any]]
 
@@ -46,6 +47,7 @@ class Writes:
     def config(self) -> Config:
         return self.core.config
 
+    @timed("add")  # telemetry
     def add(
         self,
         scope: Scope,
