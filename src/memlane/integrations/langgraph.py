@@ -221,8 +221,9 @@ class MemlaneStore(BaseStore):
         if loop is None or loop.is_closed() or not loop.is_running() or _running_loop() is loop:
             raise ConfigError(
                 "MemlaneStore over an AsyncClient: call it through LangGraph's async interface (ainvoke, astream, "
-                "aget, asearch, aput, ...); a synchronous call works only from a thread other than the running "
-                "event loop's (a sync node of a graph run by ainvoke). Or pass a Client or a Memory"
+                "aget, asearch, aput, ...); a synchronous call (a sync node of a graph run by ainvoke) works only "
+                "from another thread than the event loop's, on a store created in that loop or already awaited "
+                "there. Or pass a Client or a Memory"
             )
         return asyncio.run_coroutine_threadsafe(self.abatch(ops), loop).result()
 
