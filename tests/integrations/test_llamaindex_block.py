@@ -21,6 +21,7 @@ from llama_index.core.llms import ChatMessage
 from llama_index.core.llms.mock import MockFunctionCallingLLMWithChatMemoryOfLastCall, MockLLMWithChatMemoryOfLastCall
 from llama_index.core.memory import Memory as ChatMemory
 
+from memlane.errors import ConfigError
 from memlane.integrations.calls import acall
 from memlane.integrations.llamaindex import MemlaneMemoryBlock
 from tests.integrations.conftest import Backend
@@ -98,6 +99,11 @@ def test_a_chat_engine_and_an_agent_are_given_memlane_memories(backend: Backend,
             assert "<memlane>" in given and "sister lives in Lisbon" in given
 
     anyio.run(main)
+
+
+def test_a_block_needs_a_memlane_memory() -> None:
+    with pytest.raises(ConfigError, match="memory must be a memlane Memory, Client or AsyncClient, not str"):
+        MemlaneMemoryBlock(memory="memories.db", user_id="maya")
 
 
 @pytest.mark.parametrize("backend", ["memory", "client"], indirect=True)

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from memlane.errors import MissingDependencyError
+from memlane.errors import ConfigError, MissingDependencyError
 from memlane.integrations.calls import acall
 
 try:
     from llama_index.core.base.llms.types import ChatMessage, TextBlock
-    from llama_index.core.bridge.pydantic import Field
+    from llama_index.core.bridge.pydantic import Field, field_validator
     from llama_index.core.memory.memory import BaseMemoryBlock
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("the LlamaIndex memory block (memlane.integrations.llamaindex)", "llamaindex") from exc
@@ -52,6 +52,13 @@ class MemlaneMemoryBlock(BaseMemoryBlock[str]):
     infer: bool | None = Field(
         default=None, description="Extract typed memories from stored messages (None: memlane's setting)."
     )
+
+    @field_validator("memory")
+    @classmethod
+    def _memlane(cls, value: Any) -> Any:
+        if not all(callable(getattr(value, method, None)) for method in ("add", "context")):
+            raise ConfigError(f"memory must be a memlane Memory, Client or AsyncClient, not {type(value).__name__}")
+        return value
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         """The memlane context for the latest user message ('' when there is none, or nothing bears on it)."""
