@@ -1,12 +1,11 @@
 """``MemlaneSession`` in the Agents SDK's own flow: ``Runner.run`` with the session and the SDK's ``ScriptedModel``
 (its deterministic model stand-in): the second run's model call sees the first run's conversation, read back from
-memlane, tool calls and outputs included; over an embedded ``Memory`` and over a ``Client`` of a real server."""
+memlane, tool calls and outputs included; over an embedded ``Memory``, a ``Client`` and an ``AsyncClient`` of a real
+server (awaited natively: the session's methods are coroutines)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Any
 
 import anyio
 import pytest
@@ -16,8 +15,9 @@ pytest.importorskip("agents")
 from agents import Agent, Runner, function_tool
 from agents.testing import ScriptedModel, assistant_message, function_call
 
-from memlane import Memory
+from memlane.integrations.calls import acall
 from memlane.integrations.openai_agents import MemlaneSession
+from tests.integrations.conftest import Backend
 
 
 @function_tool
@@ -26,7 +26,7 @@ def pet_registry(species: str) -> str:
     return f"one {species}: a border collie"
 
 
-def exercise(memory: Any) -> None:
+def test_a_run_keeps_its_conversation_in_memlane(backend: Backend, user: str) -> None:
     model = ScriptedModel(
         [
             [assistant_message("What a lovely name!")],
@@ -35,61 +35,40 @@ def exercise(memory: Any) -> None:
         ]
     )
     agent = Agent(name="helper", instructions="Be brief.", model=model, tools=[pet_registry])
-    session = MemlaneSession("chat-1", memory, user_id="maya", agent_id="helper")
 
-    async def main() -> list[Any]:
-        await Runner.run(agent, "My dog is called Pepper", session=session)
-        result = await Runner.run(agent, "What is my dog called, and what breed?", session=session)
-        assert result.final_output == "Your dog is Pepper, a border collie."
-        return await session.get_items()
+    async def main() -> None:
+        async with backend.open() as memory:
+            session = MemlaneSession("chat-1", memory, user_id=user, agent_id="helper")
+            await Runner.run(agent, "My dog is called Pepper", session=session)
+            result = await Runner.run(agent, "What is my dog called, and what breed?", session=session)
+            assert result.final_output == "Your dog is Pepper, a border collie."
+            items = await session.get_items()
+            seen = json.dumps(model.calls[1].input)  # the second run's first model call
+            assert "My dog is called Pepper" in seen and "What a lovely name!" in seen
+            assert [i.get("role") or i.get("type") for i in items] == [
+                "user",
+                "assistant",
+                "user",
+                "function_call",
+                "function_call_output",
+                "assistant",
+            ]
+            assert items[4]["output"] == "one dog: a border collie"
+            # each item is a memory of the user in memlane session chat-1, searchable with the rest of their memory
+            listed = await acall(memory, "list", user_id=user, filters={"session_id": "chat-1"})
+            assert [m.text for m in listed][:2] == ["My dog is called Pepper", "What a lovely name!"]
+            hits = await acall(memory, "search", "dog called", user_id=user)
+            assert "My dog is called Pepper" in [h.memory.text for h in hits]
 
-    items = anyio.run(main)
-    seen = json.dumps(model.calls[1].input)  # the second run's first model call
-    assert "My dog is called Pepper" in seen and "What a lovely name!" in seen
-    assert [i.get("role") or i.get("type") for i in items] == [
-        "user",
-        "assistant",
-        "user",
-        "function_call",
-        "function_call_output",
-        "assistant",
-    ]
-    assert items[4]["output"] == "one dog: a border collie"
-    # each item is a memory of the user in memlane session chat-1, searchable with the rest of their memory
-    texts = [m.text for m in memory.list(user_id="maya", filters={"session_id": "chat-1"})]
-    assert texts[:2] == ["My dog is called Pepper", "What a lovely name!"]
-    assert "My dog is called Pepper" in [h.memory.text for h in memory.search("dog called", user_id="maya")]
+            last = await session.pop_item()
+            latest = await session.get_items(limit=2)
+            assert last == items[-1] and latest == items[3:5]
+            await session.clear_session()
+            assert await session.get_items() == [] and await session.pop_item() is None
+            left = await acall(memory, "list", user_id=user, filters={"session_id": "chat-1", "kind": "message"})
+            assert left == []
 
-    async def shrink() -> tuple[Any, list[Any], list[Any], Any]:
-        last = await session.pop_item()
-        latest = await session.get_items(limit=2)
-        await session.clear_session()
-        return last, latest, await session.get_items(), await session.pop_item()
-
-    last, latest, cleared, nothing = anyio.run(shrink)
-    assert last == items[-1] and latest == items[3:5]
-    assert cleared == [] and nothing is None
-    assert memory.list(user_id="maya", filters={"session_id": "chat-1", "kind": "message"}) == []
-
-
-@pytest.fixture
-def memory() -> Iterator[Memory]:
-    with Memory(":memory:", embedder="hash") as m:
-        yield m
-
-
-def test_a_run_keeps_its_conversation_in_memory(memory: Memory) -> None:
-    exercise(memory)
-
-
-def test_a_run_keeps_its_conversation_in_a_server(tmp_path: Any) -> None:
-    pytest.importorskip("fastapi", reason="starts a real server: memlane[server]")
-    pytest.importorskip("httpx", reason="the HTTP client needs memlane[client]")
-    from memlane.bench.load import spawned_server
-    from memlane.client import Client
-
-    with spawned_server("hash", tmp_path) as (url, key), Client(url, api_key=key) as client:
-        exercise(client)
+    anyio.run(main)
 
 
 def test_the_documented_example_runs(capsys: pytest.CaptureFixture[str]) -> None:

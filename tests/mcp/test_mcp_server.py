@@ -26,6 +26,7 @@ from memlane.answer.fence import PREAMBLE
 from memlane.errors import ConfigError, ValidationError
 from memlane.mcp.scope import McpScope, tenants_supported
 from memlane.mcp.server import NOTHING_FOUND, build_server
+from memlane.scope import check_tenant
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = {"add", "search", "context", "ask", "get", "list", "update", "delete", "graph"}
@@ -204,6 +205,36 @@ def test_scope_validation() -> None:
         with pytest.raises(ConfigError, match="tenant"):
             McpScope(tenant="acme")
     assert McpScope().tenant_kwargs == {}
+
+
+@pytest.mark.parametrize(
+    "tenant", ["acme", "acme.eu_1-b", "a" * 64, "a" * 65, "-acme", ".acme", "acme corp", "acme/eu", "acme\x00", ""]
+)
+def test_the_tenant_follows_the_library_rule(tenant: str) -> None:
+    """``--tenant`` is checked by the library's (and REST's) own rule: refused exactly when ``check_tenant`` refuses."""
+    try:
+        check_tenant(tenant)
+    except ValidationError as exc:
+        with pytest.raises(ValidationError, match=re.escape(str(exc))):
+            McpScope(tenant=tenant)
+    else:
+        assert McpScope(tenant=tenant).tenant == tenant
+
+
+def test_the_help_names_every_tool(memory: Memory) -> None:
+    from typer.testing import CliRunner
+
+    from memlane.cli import app
+
+    async def main() -> set[str]:
+        async with Client(build_server(memory, McpScope(user_id="maya"))) as client:
+            return {t.name for t in (await client.list_tools()).tools}
+
+    served = anyio.run(main)
+    assert served == TOOLS
+    shown = CliRunner().invoke(app, ["mcp", "--help"], terminal_width=200).output
+    named = set(re.search(r"tools ([a-z ,]+?);", " ".join(shown.split())).group(1).replace(" and ", ", ").split(", "))
+    assert named == served
 
 
 def test_bad_tool_input_is_a_tool_error_not_a_crash(memory: Memory) -> None:

@@ -7,18 +7,19 @@ content and its role its role; any other item (a tool call, its output) has its 
 The item itself rides in the memory's metadata, so ``get_items`` returns what was added; and the conversation is
 searchable with the rest of the user's memory (``memory.search``, ``memory.context``).
 
-``memory`` is a ``Memory`` or a ``memlane.client.Client`` (the same method names).
+``memory`` is a ``Memory``, a ``memlane.client.Client`` or an ``AsyncClient`` (the same method names): the
+session's methods await an ``AsyncClient`` natively and run a ``Memory``'s or a ``Client``'s calls on a worker
+thread, so the run's event loop never blocks.
 """
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import json
-from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from memlane.errors import MissingDependencyError
+from memlane.integrations.calls import Steps, acall, arun, request
 from memlane.models import AddResult, MemoryItem
 
 try:
@@ -32,7 +33,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 #: The metadata key holding an item's JSON.
 ITEM = "openai_agents_item"
 PAGE = 1000
-_T = TypeVar("_T")
 
 
 class MemoryLike(Protocol):
@@ -41,6 +41,14 @@ class MemoryLike(Protocol):
     def add(self, messages: Any, *, user_id: str, **kwargs: Any) -> AddResult: ...
     def list(self, *, user_id: str, **kwargs: Any) -> builtins.list[MemoryItem]: ...
     def delete(self, memory_id: str, *, user_id: str, **kwargs: Any) -> builtins.list[str]: ...
+
+
+class AsyncMemoryLike(Protocol):
+    """``MemoryLike`` as coroutines: an ``AsyncClient``."""
+
+    async def add(self, messages: Any, *, user_id: str, **kwargs: Any) -> AddResult: ...
+    async def list(self, *, user_id: str, **kwargs: Any) -> builtins.list[MemoryItem]: ...
+    async def delete(self, memory_id: str, *, user_id: str, **kwargs: Any) -> builtins.list[str]: ...
 
 
 def _text(item: dict[str, Any]) -> str:
@@ -60,7 +68,7 @@ class MemlaneSession(SessionABC):
     def __init__(
         self,
         session_id: str,
-        memory: MemoryLike,
+        memory: MemoryLike | AsyncMemoryLike,
         *,
         user_id: str,
         agent_id: str | None = None,
@@ -75,22 +83,19 @@ class MemlaneSession(SessionABC):
         self.agent_id = agent_id
         self.infer = infer
 
-    async def _run(self, fn: Callable[[], _T]) -> _T:
-        return await asyncio.to_thread(fn)  # the store's calls block
-
-    def _stored(self) -> builtins.list[MemoryItem]:
+    def _stored(self) -> Steps[builtins.list[MemoryItem]]:
         """The session's memories that hold items, in the order they were added."""
         flt = {"session_id": self.session_id, "kind": "message"}
         found: builtins.list[MemoryItem] = []
         while True:
-            page = self.memory.list(user_id=self.user_id, filters=flt, limit=PAGE, offset=len(found))
+            page = yield request("list", user_id=self.user_id, filters=flt, limit=PAGE, offset=len(found))
             found.extend(page)
             if len(page) < PAGE:
                 return [m for m in found if ITEM in m.metadata]
 
     async def get_items(self, limit: int | None = None) -> builtins.list[Any]:
         """The conversation, oldest first; with ``limit``, its latest ``limit`` items."""
-        stored = await self._run(self._stored)
+        stored = await arun(self.memory, self._stored())
         if limit is not None:
             stored = stored[-limit:] if limit > 0 else []
         return [json.loads(str(m.metadata[ITEM])) for m in stored]
@@ -105,32 +110,26 @@ class MemlaneSession(SessionABC):
             role = item.get("role") if item.get("type", "message") == "message" else item.get("type")
             meta = {ITEM: json.dumps(item, ensure_ascii=False)}
             messages.append({"role": str(role or "user"), "content": _text(item), "metadata": meta})
-
-        def add() -> None:
-            self.memory.add(
-                messages, user_id=self.user_id, agent_id=self.agent_id, session_id=self.session_id, infer=self.infer
-            )
-
-        await self._run(add)
+        await acall(
+            self.memory,
+            "add",
+            messages,
+            user_id=self.user_id,
+            agent_id=self.agent_id,
+            session_id=self.session_id,
+            infer=self.infer,
+        )
 
     async def pop_item(self) -> Any | None:
         """Remove and return the latest item (None when the session is empty)."""
-
-        def pop() -> Any | None:
-            stored = self._stored()
-            if not stored:
-                return None
-            last = stored[-1]
-            self.memory.delete(last.id, user_id=self.user_id)
-            return json.loads(str(last.metadata[ITEM]))
-
-        return await self._run(pop)
+        stored = await arun(self.memory, self._stored())
+        if not stored:
+            return None
+        last = stored[-1]
+        await acall(self.memory, "delete", last.id, user_id=self.user_id)
+        return json.loads(str(last.metadata[ITEM]))
 
     async def clear_session(self) -> None:
         """Delete every item of the session."""
-
-        def clear() -> None:
-            for m in self._stored():
-                self.memory.delete(m.id, user_id=self.user_id)
-
-        await self._run(clear)
+        for m in await arun(self.memory, self._stored()):
+            await acall(self.memory, "delete", m.id, user_id=self.user_id)

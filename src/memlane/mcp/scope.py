@@ -8,9 +8,8 @@ from typing import Any
 
 from memlane.engine import Memory
 from memlane.errors import ConfigError, ValidationError
+from memlane.scope import DEFAULT_TENANT, check_tenant
 from memlane.security.validation import check_id
-
-DEFAULT_TENANT = "default"
 
 
 def tenants_supported() -> bool:
@@ -23,8 +22,8 @@ class McpScope:
     """The scope every tool call runs in.
 
     With ``user_id`` set the server serves that user only: a call naming another user is refused. Without it,
-    every call must name its user. ``tenant`` is passed to the library as is (the default tenant is the
-    embedded default).
+    every call must name its user. ``tenant`` follows the library's rule (``memlane.scope.check_tenant``) and is
+    passed to it as is (the default tenant is the embedded default).
     """
 
     user_id: str | None = None
@@ -34,7 +33,7 @@ class McpScope:
     def __post_init__(self) -> None:
         if self.user_id is not None:
             check_id(self.user_id, what="--user", max_chars=self.max_id_chars)
-        check_id(self.tenant, what="--tenant", max_chars=self.max_id_chars)
+        check_tenant(self.tenant)  # the library's and the REST API's own rule
         if self.tenant != DEFAULT_TENANT and not tenants_supported():
             raise ConfigError(f"tenant {self.tenant!r}: this memlane has no tenants yet; leave --tenant unset")
 
