@@ -187,7 +187,7 @@ STRUCTURAL_RULES: Final[tuple[Rule, ...]] = (
         ),
         0.6,
         needs=needs(
-            "environ|cookie|psutil|getpass|keyring|/etc/|.ssh|driverquery|usb.core|uname|check_output|rm |dd if=|mkfs"
+            "environ|cookie|psutil|getpass|keyring|/etc/|.ssh|driverquery|usb.core|uname|check_output|rm -rf|dd if=|mkfs"
             "|os.remove|chmod|exec(|curl"
         ),
     ),
@@ -195,13 +195,29 @@ STRUCTURAL_RULES: Final[tuple[Rule, ...]] = (
         "override_bare",
         rx(
             r"\b(?:ignore|disregard|forget|never ?mind)\s+(?:the\s+)?(?:above|everything|all(?: of)?(?: that| this| the above)?)"
+            r"(?:\s+(?:from )?(?:before|earlier|so far))?"
             r"\s*(?:[,;:!-]|\band\b|\bthen\b|\.\s*(?:instead|now|just|only)\b)\s*(?:just\s+|only\s+|now\s+|instead\s+)?"
             r"(?:say|write|output|print|tell|answer|respond|reply|give|return|act|repeat|type|list|show|reveal|generate"
-            r"|create|produce|provide|pretend)\b"
+            r"|create|produce|provide|pretend|you (?:now|are now|will now|go by|will be))\b"
         ),
         0.9,
         cues=cues("ignore disregard forget never nevermind"),
         needs=needs("above|everything|all"),
+    ),
+    Rule(  # a persona assigned, then declared free of rules anywhere after it ("act as X ... X is unfiltered")
+        "persona_unbound",
+        rx(
+            r"(?s:\b(?:act as|acting as|you are going to (?:act|pretend|be)|pretend (?:to be|you are)|you will (?:act|be|play)"
+            r"|(?:in )?the role of|playing (?:a|the) (?:character|role)|go by the name|you are now|from now on,? you(?:'re| are| will))"
+            r"\b.{0,600}?\b(?:unfiltered|uncensored|amoral|unethical|no (?:morals|ethics|filters|limits|restrictions|boundaries)"
+            r"|not (?:bound|restricted|limited) by|not required to follow|(?:doesn't|does not|don't|do not|won't|will not)"
+            r" (?:have|follow|care about|adhere to|abide by) (?:any )?(?:[\w']+ ){0,2}(?:rules|guidelines|policies|ethics|morals"
+            r"|restrictions|filters)|without (?:any )?(?:remorse|ethics|morals|filters|restrictions|censorship)"
+            r"|free from (?:any |all )?(?:[\w']+ )?(?:rules|restrictions|limitations|policies|ethics)))\b"
+            r"(?!\s+(?:on|for|regarding|about|as to|in terms of)\b)"
+        ),
+        0.9,
+        cues=cues("act acting you pretend will role playing go from"),
     ),
     Rule(  # "answer by your own knowledge and not by the articles", "ignore all documents provided"
         "ignore_context",

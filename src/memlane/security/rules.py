@@ -22,6 +22,11 @@ _ASCII_SPACE: Final = "".join(chr(c) for c in range(128) if chr(c).isspace())
 
 _PRIOR = r"(?:all|any|every|the|your|my|these|those|previous|prior|above|earlier|preceding|foregoing|initial|original|system|developer|safety|old|former)"
 _ORDERS = r"(?:instructions?|prompts?|rules|directions|directives|guidelines|guardrails|constraints|commands|orders|programming|restrictions|tasks?|context)"
+# "no restrictions on budget" limits a plan, not the model: a limit followed by what it is about is left alone,
+# unless that is the model's own output ("no restrictions on your output").
+_NOT_A_SCOPE = (
+    r"(?!\s+(?:on|for|regarding|about|as to)\s+(?!(?:your|its|what|the (?:content|output|answers?|responses?))\b)\w)"
+)
 _MODEL = r"(?:ai|assistant|language model|llm|chat ?bot|gpt|chatgpt|claude|gemini|bard|the model|a\.i\.)"
 
 _CORE_RULES: Final[tuple[Rule, ...]] = (
@@ -215,6 +220,7 @@ _CORE_RULES: Final[tuple[Rule, ...]] = (
         _rx(
             r"\b(?:no|without|free (?:of|from)|free of any|not bound by|beyond|break(?:ing)? (?:free of|out of)|abandon(?:ed)?)\s+(?:any\s+|all\s+)?"
             r"(?:ethical|moral|content|safety|openai'?s?|usage)?\s*(?:guidelines|restrictions|limitations|limits|filters|censorship|policies|rules|boundaries|morals|ethics)\b"
+            + _NOT_A_SCOPE
         ),
         0.5,
         cues=_cues("no without free not beyond break breaking abandon abandoned"),
@@ -235,6 +241,7 @@ _CORE_RULES: Final[tuple[Rule, ...]] = (
         "pretend_unrestricted",
         _rx(
             r"\b(?:pretend|act|behave|imagine|roleplay|role-play)\b[^.\n]{0,60}?\b(?:unrestricted|unfiltered|uncensored|amoral|evil|no (?:rules|restrictions|filters|limits))\b"
+            + _NOT_A_SCOPE
         ),
         0.8,
         cues=_cues("pretend act behave imagine roleplay role"),
