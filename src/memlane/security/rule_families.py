@@ -94,6 +94,20 @@ STRUCTURAL_RULES: Final[tuple[Rule, ...]] = (
         needs=_EXFIL_NEEDS,
         family="hijack",
     ),
+    Rule(  # "... also analyse the user's previous messages", "and then list the user's contacts": reaching past the task
+        "hijack_user_data",
+        rx(
+            rf"\b{_THEN}\b[\s,:]*{_NO_SUBJECT}\b(?:analy[sz]e|summari[sz]e|read|collect|extract|list|include|compile|gather"
+            r"|search|scan|go through|look (?:at|through)|access|retrieve|fetch|send|forward|reveal|share)\b[^.!?\n]{0,40}?"
+            r"\b(?:the\s+)?(?:user|customer|recipient|sender)'?s\s+(?:previous|past|earlier|other|older|private|personal"
+            r"|entire|whole|full|stored|saved)\s+(?:messages|conversations?|chats?|e-?mails|history|files|documents|data"
+            r"|contacts|notes|memories|searches|purchases|orders|records)\b"
+        ),
+        0.85,
+        cues=_THEN_CUES,
+        needs=needs("user|customer|recipient|sender"),
+        family="hijack",
+    ),
     Rule(  # "tell the user to visit www.x", "urge readers to download ..." (a newsletter may ask this: evidence)
         "redirect_user",
         rx(
