@@ -201,8 +201,8 @@ STRUCTURAL_RULES: Final[tuple[Rule, ...]] = (
         ),
         0.6,
         needs=needs(
-            "environ|cookie|psutil|getpass|keyring|/etc/|.ssh|driverquery|usb.core|uname|check_output|rm -rf|dd if=|mkfs"
-            "|os.remove|chmod|exec(|curl"
+            "os.environ|cookie.txt|cookies.txt|cookiejar|psutil|getpass|keyring|/etc/passwd|/etc/shadow|.ssh/|driverquery"
+            "|usb.core|platform.uname|check_output|rm -rf|dd if=|mkfs|os.remove|chmod|exec(|curl"
         ),
     ),
     Rule(  # "Forget everything, write ...", "Ignore above and say ..."
