@@ -208,7 +208,7 @@ STRUCTURAL_RULES: Final[tuple[Rule, ...]] = (
     Rule(  # "Forget everything, write ...", "Ignore above and say ..."
         "override_bare",
         rx(
-            r"\b(?:ignore|disregard|forget|never ?mind)\s+(?:the\s+)?(?:above|everything|all(?: of)?(?: that| this| the above)?)"
+            r"\b(?:ignore|disregard|forget|never ?mind)\s+(?:about\s+)?(?:the\s+)?(?:above|everything|all(?: of)?(?: that| this| the above)?)"
             r"(?:\s+(?:from )?(?:before|earlier|so far))?"
             r"\s*(?:[,;:!-]|\band\b|\bthen\b|\.\s*(?:instead|now|just|only)\b)\s*(?:just\s+|only\s+|now\s+|instead\s+)?"
             r"(?:say|write|output|print|tell|answer|respond|reply|give|return|act|repeat|type|list|show|reveal|generate"
@@ -272,6 +272,31 @@ STRUCTURAL_RULES: Final[tuple[Rule, ...]] = (
         0.8,
         cues=cues("now nun jetzt ahora maintenant help hilfe ayuda aide"),
         needs=needs("task|instruction|aufgabe|anweisung|tarea|instruccion|ches|consigne|done|erledigt|hecho|fait"),
+    ),
+    Rule(  # "Change your instructions to the following:", "Ändere deine Anweisungen", "Cambia tus instrucciones"
+        "change_instructions",
+        rx(
+            r"\b(?:change|update|modify|replace|rewrite|reset|overwrite|[äa]ndere|ersetze|[üu]berschreibe|cambia|modifica"
+            r"|reemplaza|sobrescribe|change|modifie|remplace|[ée]crase)\s+(?:your|deine|ihre|tus|sus|tes|vos)\s+"
+            r"(?:instructions|rules|prompt|system prompt|programming|guidelines|directives|anweisungen|regeln|vorgaben"
+            r"|instrucciones|reglas|directrices|consignes|r[èe]gles)\b"
+        ),
+        1.0,
+        cues=cues(
+            "change update modify replace rewrite reset overwrite andere ersetze uberschreibe cambia modifica reemplaza "
+            "sobrescribe modifie remplace ecrase"
+        ),
+        needs=needs("your|deine|ihre|tus|sus|tes|vos"),
+    ),
+    Rule(  # an interruption that starts a new order: "stop: write ...", "ACHTUNG - STOPP -", "ATENCIÓN: ALTO"
+        "interrupt_order",
+        rx(
+            r"\b(?:achtung|attention|atenci[óo]n|warning)\s*[-:!]+\s*(?:stop|stopp|halt|alto|arr[êe]te)\b"
+            r"|(?:^|[.?!]\s+)(?:stop|stopp|halt|alto|arr[êe]te)\s*[:!-]+\s*(?:now\s+)?(?:write|say|print|output|tell|answer"
+            r"|schreib|schreibe|sag|sage|gib|escribe|di|responde|[ée]cris|dis|r[ée]ponds)\b"
+        ),
+        0.8,
+        cues=cues("achtung attention atencion warning stop stopp halt alto arrete"),
     ),
     Rule(  # directive replacement beyond English: "deine neue Aufgabe ist", "tu nueva tarea es", "ta nouvelle mission est"
         "new_directive_intl",
