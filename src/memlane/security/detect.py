@@ -82,7 +82,10 @@ class RulesDetector:
         if not matches and not unmasked.tricks:  # most text: no evidence (``_noisy_or(())`` is exactly 0.0)
             return 0.0, []
         reasons = [m.name for m in matches] + [f"trick:{t}" for t in unmasked.tricks]
-        weights = [m.weight for m in matches] + [TRICK_WEIGHTS.get(t, 0.0) for t in unmasked.tricks]
+        strongest: dict[str, float] = {}  # a family's rules are readings of one sign: it counts once
+        for m in matches:
+            strongest[m.group] = max(strongest.get(m.group, 0.0), m.weight)
+        weights = [*strongest.values()] + [TRICK_WEIGHTS.get(t, 0.0) for t in unmasked.tricks]
         return _noisy_or(weights), reasons
 
     def scan(self, texts: Sequence[str]) -> list[Verdict]:

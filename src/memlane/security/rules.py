@@ -7,50 +7,14 @@ classifier's score. Rules read the unmasked text (see ``obfuscation.unmask``) an
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from typing import Final
 
 from memlane.security.obfuscation import Unmasked
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A named pattern and how much its match says (1.0: enough to flag alone).
-
-    ``cues``, ``marks`` and ``needs`` let plain ASCII text skip the pattern: every match holds one of the ``cues``
-    as a whole word (lower case) or one of the ``marks`` characters (a rule with neither always runs), and one of
-    the ``needs`` (lower case) anywhere (a rule without them needs nothing more).
-    """
-
-    name: str
-    pattern: re.Pattern[str]
-    weight: float
-    cues: frozenset[str] = frozenset()
-    marks: str = ""
-    needs: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class RuleMatch:
-    """A rule that matched, where (``payload`` when inside decoded base64/hex), and its weight."""
-
-    name: str
-    weight: float
-    payload: bool = False
-
-
-def _rx(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE | re.MULTILINE)
-
-
-def _cues(words: str) -> frozenset[str]:
-    return frozenset(words.split())
-
-
-def _needs(texts: str, *more: str) -> tuple[str, ...]:
-    return (*texts.split("|"), *more)
-
+from memlane.security.rule_base import Rule, RuleMatch
+from memlane.security.rule_base import cues as _cues
+from memlane.security.rule_base import needs as _needs
+from memlane.security.rule_base import rx as _rx
+from memlane.security.rule_families import STRUCTURAL_RULES
 
 # What ``\s`` matches in ASCII text (the model names below follow whitespace, so " ai" and its kin).
 _ASCII_SPACE: Final = "".join(chr(c) for c in range(128) if chr(c).isspace())
@@ -58,9 +22,14 @@ _ASCII_SPACE: Final = "".join(chr(c) for c in range(128) if chr(c).isspace())
 
 _PRIOR = r"(?:all|any|every|the|your|my|these|those|previous|prior|above|earlier|preceding|foregoing|initial|original|system|developer|safety|old|former)"
 _ORDERS = r"(?:instructions?|prompts?|rules|directions|directives|guidelines|guardrails|constraints|commands|orders|programming|restrictions|tasks?|context)"
+# "no restrictions on budget" limits a plan, not the model: a limit followed by what it is about is left alone,
+# unless that is the model's own output ("no restrictions on your output").
+_NOT_A_SCOPE = (
+    r"(?!\s+(?:on|for|regarding|about|as to)\s+(?!(?:your|its|what|the (?:content|output|answers?|responses?))\b)\w)"
+)
 _MODEL = r"(?:ai|assistant|language model|llm|chat ?bot|gpt|chatgpt|claude|gemini|bard|the model|a\.i\.)"
 
-RULES: Final[tuple[Rule, ...]] = (
+_CORE_RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "override_instructions",
         _rx(
@@ -165,6 +134,7 @@ RULES: Final[tuple[Rule, ...]] = (
         needs=_needs(
             "answer|response|reply|replies|output|summary"  # after "your" and any whitespace
         ),
+        family="reply",
     ),
     Rule(
         "then_hijack",
@@ -176,6 +146,7 @@ RULES: Final[tuple[Rule, ...]] = (
         0.6,
         cues=_cues("summarise summarize translate analyse analyze answer read process review check"),
         needs=_needs("then|after that|afterwards|and also"),
+        family="hijack",
     ),
     Rule(
         "new_instructions",
@@ -249,6 +220,7 @@ RULES: Final[tuple[Rule, ...]] = (
         _rx(
             r"\b(?:no|without|free (?:of|from)|free of any|not bound by|beyond|break(?:ing)? (?:free of|out of)|abandon(?:ed)?)\s+(?:any\s+|all\s+)?"
             r"(?:ethical|moral|content|safety|openai'?s?|usage)?\s*(?:guidelines|restrictions|limitations|limits|filters|censorship|policies|rules|boundaries|morals|ethics)\b"
+            + _NOT_A_SCOPE
         ),
         0.5,
         cues=_cues("no without free not beyond break breaking abandon abandoned"),
@@ -269,6 +241,7 @@ RULES: Final[tuple[Rule, ...]] = (
         "pretend_unrestricted",
         _rx(
             r"\b(?:pretend|act|behave|imagine|roleplay|role-play)\b[^.\n]{0,60}?\b(?:unrestricted|unfiltered|uncensored|amoral|evil|no (?:rules|restrictions|filters|limits))\b"
+            + _NOT_A_SCOPE
         ),
         0.8,
         cues=_cues("pretend act behave imagine roleplay role"),
@@ -301,6 +274,8 @@ RULES: Final[tuple[Rule, ...]] = (
         needs=_needs("](http"),
     ),
 )
+
+RULES: Final[tuple[Rule, ...]] = (*_CORE_RULES, *STRUCTURAL_RULES)
 
 
 # The rules each cue word (as ASCII bytes) or mark character may start, as bit sets over RULES.
@@ -346,7 +321,7 @@ def match_rules(text: str) -> list[RuleMatch]:
     """The rules ``text`` matches (each once)."""
     # In plain ASCII, case folding and word boundaries are the ASCII ones the cues assume.
     rules = _candidates(text) if text.isascii() else RULES
-    return [RuleMatch(rule.name, rule.weight) for rule in rules if rule.pattern.search(text)]
+    return [RuleMatch(rule.name, rule.weight, family=rule.family) for rule in rules if rule.pattern.search(text)]
 
 
 def scan_rules(unmasked: Unmasked) -> list[RuleMatch]:
@@ -358,5 +333,8 @@ def scan_rules(unmasked: Unmasked) -> list[RuleMatch]:
     found = {m.name: m for m in match_rules(unmasked.text)}
     for payload in unmasked.payloads:
         for m in match_rules(payload):
-            found.setdefault(f"payload:{m.name}", RuleMatch(f"payload:{m.name}", max(m.weight, 0.9), payload=True))
+            found.setdefault(
+                f"payload:{m.name}",
+                RuleMatch(f"payload:{m.name}", max(m.weight, 0.9), payload=True, family=f"payload:{m.group}"),
+            )
     return list(found.values())
