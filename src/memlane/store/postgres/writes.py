@@ -13,7 +13,6 @@ from typing import Any, Final
 import numpy as np
 import psycopg
 
-import memlane.store.postgres.jobs as jobs_sql
 from memlane.embedding.base import Vectors
 from memlane.errors import NotFoundError, StoreError
 from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKind, utcnow
@@ -28,6 +27,7 @@ from memlane.store.postgres.graph import write_relations
 from memlane.store.postgres.history import erase_text, log_event
 from memlane.store.postgres.hot_feed import HotScopes
 from memlane.store.postgres.passages import write_passage_rows
+from memlane.store.postgres.queue import JOBS
 from memlane.store.postgres.rows import run
 from memlane.store.postgres.text import previous_turn, refresh_next_context, turn_of
 from memlane.store.postgres.validity import forget_links, mark_contradicted
@@ -216,7 +216,7 @@ class PostgresWrites:
         vecs = np.ascontiguousarray(vectors, dtype=np.float32)
         with self._db.atomic() as c, c.pipeline():
             if finish is not None:  # first: a fenced job writes nothing
-                jobs_sql.finish(c, finish, to_micros(utcnow()))
+                JOBS.finish(c, finish, to_micros(utcnow()))
             next_position: dict[tuple[str, str | None], int] = {}
             for item, body, vec in zip(items, index_texts, vecs, strict=True):
                 if item.position is None and item.kind == MemoryKind.MESSAGE:
@@ -242,7 +242,7 @@ class PostgresWrites:
             for user_id, claims in (relations or {}).items():
                 write_relations(c, user_id, claims)
             for job in jobs:
-                jobs_sql.enqueue(c, job, claim)
+                JOBS.enqueue(c, job, claim)
 
     def replace(
         self,

@@ -251,8 +251,8 @@ class Database:
             except sqlite3.Error as exc:
                 raise translate(exc, self.path) from exc
 
-    def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """All rows of one query."""
+    def read(self, sql: str, params: Sequence[Any] = (), *, scope: str | None = None) -> list[Any]:
+        """All rows of one query (``scope``, the user it reads, confines nothing in one SQLite file)."""
         with self.reading() as c:
             return c.execute(sql, params).fetchall()
 

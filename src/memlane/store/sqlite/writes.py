@@ -11,7 +11,6 @@ from typing import Any, Final
 
 import numpy as np
 
-import memlane.store.sqlite.jobs as jobs_sql
 from memlane.embedding.base import Vectors
 from memlane.errors import NotFoundError, StoreError
 from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, Job, MemoryItem, utcnow
@@ -29,6 +28,7 @@ from memlane.store.sqlite.history import erase_text, log_event
 from memlane.store.sqlite.hot_feed import HotScopes
 from memlane.store.sqlite.inserts import insert_row, insert_rows, number_turns
 from memlane.store.sqlite.passages import write_new_passages
+from memlane.store.sqlite.queue import JOBS
 from memlane.store.sqlite.rows import MUTABLE, item_params, to_micros
 from memlane.store.sqlite.text import drop_entry, index_entry, purge_deleted_terms, refresh_next_context, turn_of
 from memlane.store.sqlite.validity import forget_links, mark_contradicted
@@ -165,7 +165,7 @@ class SQLiteWrites:
         versions: dict[str, tuple[int, int]] = {}
         with self._db.atomic() as c:
             if finish is not None:  # first: a fenced job writes nothing
-                jobs_sql.finish(c, finish, to_micros(utcnow()))
+                JOBS.finish(c, finish, to_micros(utcnow()))
             first_new = number_turns(c, items)
             if any(item.superseded_by for item in items):  # an older claim learnt late: row by row
                 for item, body, vec in zip(items, index_texts, vecs, strict=True):
@@ -195,7 +195,7 @@ class SQLiteWrites:
             for user_id, claims in (relations or {}).items():
                 write_relations(c, user_id, claims)
             for job in jobs:
-                jobs_sql.enqueue(c, job, claim)
+                JOBS.enqueue(c, job, claim)
             for user_id in by_user:
                 versions[user_id] = self._db.bump(c, user_id)
         for user_id, idx in by_user.items():

@@ -1,0 +1,152 @@
+"""The SQL dialect seam: what SQLite and PostgreSQL spell differently in statements both stores share.
+
+A shared statement is written once with ``?`` placeholders (never a ``?`` or ``%`` of its own in a literal) and
+run through a dialect, which also renders the few clauses the two databases write differently: a list parameter,
+row locks, the planner hints SQLite needs, a JSON value, truth. What differs in more than spelling (full-text
+search, vectors, transactions, the hot feed) stays in each backend's package.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Final, Protocol
+
+
+class Cursor(Protocol):
+    """What a shared statement reads back from a driver's cursor (``sqlite3`` and ``psycopg`` both give this)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    """A driver connection inside the caller's transaction (``sqlite3.Connection``, ``psycopg.Connection``)."""
+
+    def execute(self, sql: Any, params: Any = ..., /) -> Any: ...
+
+
+class Reader(Protocol):
+    """A backend database's reads: all rows of one query, confined to the user ``scope`` where the server can."""
+
+    def read(self, sql: str, params: Sequence[Any] = (), *, scope: str | None = None) -> list[Any]: ...
+
+
+class Dialect:
+    """One database's spelling of the clauses shared statements use; ``SQLITE`` and ``POSTGRES`` are the two."""
+
+    name: str = ""
+    true: str = ""  # a condition that always holds (also what an empty filter renders as)
+    false: str = ""
+    greatest: str = ""  # the scalar maximum of its arguments
+    #: Values per ``IN`` list when a list is spelled as one placeholder each (``None``: one array parameter).
+    chunk: int | None = None
+
+    def sql(self, text: str) -> str:
+        """``text`` (written with ``?`` placeholders) in this dialect's parameter style."""
+        return text
+
+    def run(self, c: Connection, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        """Execute one shared statement on ``c`` (SQL built from constants, never from values)."""
+        cur: Cursor = c.execute(self.sql(sql), params)
+        return cur
+
+    def read(self, db: Reader, sql: str, params: Sequence[Any] = (), *, scope: str | None = None) -> list[Any]:
+        """All rows of one shared query, read outside the caller's transaction."""
+        return db.read(self.sql(sql), params, scope=scope)
+
+    def run_many(self, c: Connection, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Execute one shared statement once per parameter row."""
+        for params in rows:
+            self.run(c, sql, params)
+
+    def in_list(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """``column`` is one of ``values`` (no more values than ``chunk``), with its parameters."""
+        raise NotImplementedError
+
+    def chunks(self, values: Iterable[Any]) -> Iterator[list[Any]]:
+        """The distinct ``values`` (first occurrence order) in lists ``in_list`` takes (one list when unbounded)."""
+        distinct = list(dict.fromkeys(values))
+        size = self.chunk or max(1, len(distinct))
+        for start in range(0, len(distinct), size):
+            yield distinct[start : start + size]
+
+    def lock(self, mode: str) -> str:
+        """The row-lock clause ending a ``SELECT`` (``FOR UPDATE``, ``FOR SHARE``, ``FOR UPDATE SKIP LOCKED``);
+        empty where the whole database is the lock (SQLite's ``BEGIN IMMEDIATE``).
+        """
+        return ""
+
+    def unindexed(self, column: str) -> str:
+        """``column`` in a condition the planner must not answer from its index (SQLite's unary ``+``)."""
+        return column
+
+    def json(self, placeholder: str = "?") -> str:
+        """A parameter holding JSON text, as the column's type takes it."""
+        return placeholder
+
+
+class SQLiteDialect(Dialect):
+    """SQLite: ``?`` placeholders, a list as one placeholder per value, no row locks, ``+column`` hints."""
+
+    name = "sqlite"
+    true = "1"
+    false = "0"
+    greatest = "max"
+    chunk = 500  # well under SQLite's limit of bound parameters (32,766 since 3.32; 999 before)
+
+    def run_many(self, c: Connection, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        if isinstance(c, sqlite3.Connection):  # one call for all rows
+            c.executemany(sql, rows)
+        else:
+            super().run_many(c, sql, rows)
+
+    def in_list(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        if not values:
+            return self.false, []
+        return f"{column} IN ({', '.join('?' * len(values))})", list(values)
+
+    def unindexed(self, column: str) -> str:
+        return f"+{column}"
+
+
+@functools.lru_cache(maxsize=1024)
+def _format(text: str) -> bytes:
+    return text.replace("%", "%%").replace("?", "%s").encode()
+
+
+class PostgresDialect(Dialect):
+    """PostgreSQL (psycopg): ``%s`` placeholders, a list as one array parameter, row locks, JSONB parameters."""
+
+    name = "postgres"
+    true = "true"
+    false = "false"
+    greatest = "greatest"
+    chunk = None
+
+    def sql(self, text: str) -> str:
+        return _format(text).decode()
+
+    def run(self, c: Connection, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        cur: Cursor = c.execute(_format(sql), params)  # bytes: psycopg sends them without encoding again
+        return cur
+
+    def in_list(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        if not values:
+            return self.false, []
+        return f"{column} = ANY(?)", [list(values)]
+
+    def lock(self, mode: str) -> str:
+        return f" {mode}"
+
+    def json(self, placeholder: str = "?") -> str:
+        return f"{placeholder}::jsonb"
+
+
+SQLITE: Final = SQLiteDialect()
+POSTGRES: Final = PostgresDialect()
