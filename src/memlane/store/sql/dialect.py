@@ -90,6 +90,18 @@ class Dialect:
         """A parameter holding JSON text, as the column's type takes it."""
         return placeholder
 
+    def flag(self, column: str) -> str:
+        """The condition that a boolean column holds."""
+        return column
+
+    def has_key(self, column: str, key: str) -> str:
+        """The JSON object in ``column`` has a non-null ``key`` (a constant name)."""
+        raise NotImplementedError
+
+    def binary(self, column: str) -> str:
+        """``column`` ordered by its bytes, whatever the database's collation."""
+        return column
+
 
 class SQLiteDialect(Dialect):
     """SQLite: ``?`` placeholders, a list as one placeholder per value, no row locks, ``+column`` hints."""
@@ -113,6 +125,12 @@ class SQLiteDialect(Dialect):
 
     def unindexed(self, column: str) -> str:
         return f"+{column}"
+
+    def flag(self, column: str) -> str:
+        return f"{column} = 1"
+
+    def has_key(self, column: str, key: str) -> str:
+        return f"json_extract({column}, '$.{key}') IS NOT NULL"
 
 
 @functools.lru_cache(maxsize=1024)
@@ -146,6 +164,12 @@ class PostgresDialect(Dialect):
 
     def json(self, placeholder: str = "?") -> str:
         return f"{placeholder}::jsonb"
+
+    def has_key(self, column: str, key: str) -> str:
+        return f"coalesce({column} -> '{key}', 'null'::jsonb) <> 'null'::jsonb"
+
+    def binary(self, column: str) -> str:
+        return f'{column} COLLATE "C"'
 
 
 SQLITE: Final = SQLiteDialect()
