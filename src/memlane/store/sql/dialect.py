@@ -9,6 +9,7 @@ search, vectors, transactions, the hot feed) stays in each backend's package.
 from __future__ import annotations
 
 import functools
+import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final, Protocol
@@ -102,6 +103,14 @@ class Dialect:
         """``column`` ordered by its bytes, whatever the database's collation."""
         return column
 
+    def boolean(self, value: bool) -> Any:
+        """A truth value as a parameter of a boolean column."""
+        return value
+
+    def json_field_is(self, column: str, key: str, value: str | float | bool | None) -> tuple[str, list[Any]]:
+        """The JSON object in ``column`` holds ``value`` at ``key`` (``None``: the key is absent or null)."""
+        raise NotImplementedError
+
 
 class SQLiteDialect(Dialect):
     """SQLite: ``?`` placeholders, a list as one placeholder per value, no row locks, ``+column`` hints."""
@@ -131,6 +140,15 @@ class SQLiteDialect(Dialect):
 
     def has_key(self, column: str, key: str) -> str:
         return f"json_extract({column}, '$.{key}') IS NOT NULL"
+
+    def boolean(self, value: bool) -> Any:
+        return int(value)
+
+    def json_field_is(self, column: str, key: str, value: str | float | bool | None) -> tuple[str, list[Any]]:
+        path = '$."' + key.replace('"', '""') + '"'
+        if value is None:
+            return f"json_extract({column}, ?) IS NULL", [path]
+        return f"json_extract({column}, ?) = ?", [path, int(value) if isinstance(value, bool) else value]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -167,6 +185,13 @@ class PostgresDialect(Dialect):
 
     def has_key(self, column: str, key: str) -> str:
         return f"coalesce({column} -> '{key}', 'null'::jsonb) <> 'null'::jsonb"
+
+    def json_field_is(self, column: str, key: str, value: str | float | bool | None) -> tuple[str, list[Any]]:
+        if value is None:  # absent, or JSON null (as SQLite's json_extract reads both)
+            return f"coalesce({column} -> ?, 'null'::jsonb) = 'null'::jsonb", [key]
+        if isinstance(value, bool):  # SQLite compares booleans as 1 and 0
+            return f"{column} -> ? IN (?::jsonb, ?::jsonb)", [key, json.dumps(value), json.dumps(int(value))]
+        return f"{column} -> ? = ?::jsonb", [key, json.dumps(value)]
 
     def binary(self, column: str) -> str:
         return f'{column} COLLATE "C"'

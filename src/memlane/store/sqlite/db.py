@@ -151,8 +151,9 @@ class Database:
             c.execute("COMMIT")
 
     @contextlib.contextmanager
-    def atomic(self) -> Iterator[sqlite3.Connection]:
-        """A transaction (a savepoint when nested): all of it commits, or none of it.
+    def atomic(self, scope: str | None = None) -> Iterator[sqlite3.Connection]:
+        """A transaction (a savepoint when nested): all of it commits, or none of it. ``scope`` (the user it
+        writes) confines nothing in one SQLite file.
 
         Driver errors leave as ``StoreError``s (translated once, here); memlane's own errors pass unchanged.
         """
