@@ -8,10 +8,10 @@ from memlane.store.postgres.db import Database
 from memlane.store.sql.dialect import POSTGRES, Dialect
 from memlane.store.sql.history import HistoryLog, SQLHistory
 
-_LOG: Final = HistoryLog(POSTGRES)
-log_event: Final = _LOG.log_event
-log_events: Final = _LOG.log_events
-erase_text: Final = _LOG.erase_text
+HISTORY_LOG: Final = HistoryLog(POSTGRES)
+log_event: Final = HISTORY_LOG.log_event
+log_events: Final = HISTORY_LOG.log_events
+erase_text: Final = HISTORY_LOG.erase_text
 
 
 class PostgresHistory(SQLHistory[Database]):

@@ -45,6 +45,8 @@ class Dialect:
     true: str = ""  # a condition that always holds (also what an empty filter renders as)
     false: str = ""
     greatest: str = ""  # the scalar maximum of its arguments
+    #: Whether rows carry their user for row-level security (the server confines each transaction to one user).
+    confines: bool = False
     #: Values per ``IN`` list when a list is spelled as one placeholder each (``None``: one array parameter).
     chunk: int | None = None
 
@@ -103,6 +105,16 @@ class Dialect:
         """``column`` ordered by its bytes, whatever the database's collation."""
         return column
 
+    def joined(self, column: str) -> str:
+        """The aggregate of ``column``'s values joined by the unit separator (character 31); NULL when none."""
+        raise NotImplementedError
+
+    def insert_id(self, c: Connection, sql: str, params: Sequence[Any]) -> int:
+        """Run an ``INSERT`` of one row and return its generated ``id``."""
+        row = self.run(c, f"{sql} RETURNING id", params).fetchone()
+        assert row is not None
+        return int(row[0])
+
     def boolean(self, value: bool) -> Any:
         """A truth value as a parameter of a boolean column."""
         return value
@@ -144,6 +156,13 @@ class SQLiteDialect(Dialect):
     def boolean(self, value: bool) -> Any:
         return int(value)
 
+    def joined(self, column: str) -> str:
+        return f"group_concat({column}, char(31))"
+
+    def insert_id(self, c: Connection, sql: str, params: Sequence[Any]) -> int:
+        # the row id of the insert (RETURNING needs SQLite 3.35)
+        return int(getattr(self.run(c, sql, params), "lastrowid", 0) or 0)
+
     def json_field_is(self, column: str, key: str, value: str | float | bool | None) -> tuple[str, list[Any]]:
         path = '$."' + key.replace('"', '""') + '"'
         if value is None:
@@ -160,6 +179,7 @@ class PostgresDialect(Dialect):
     """PostgreSQL (psycopg): ``%s`` placeholders, a list as one array parameter, row locks, JSONB parameters."""
 
     name = "postgres"
+    confines = True
     true = "true"
     false = "false"
     greatest = "greatest"
@@ -185,6 +205,9 @@ class PostgresDialect(Dialect):
 
     def has_key(self, column: str, key: str) -> str:
         return f"coalesce({column} -> '{key}', 'null'::jsonb) <> 'null'::jsonb"
+
+    def joined(self, column: str) -> str:
+        return f"string_agg({column}, chr(31))"
 
     def json_field_is(self, column: str, key: str, value: str | float | bool | None) -> tuple[str, list[Any]]:
         if value is None:  # absent, or JSON null (as SQLite's json_extract reads both)

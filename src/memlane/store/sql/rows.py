@@ -5,11 +5,12 @@ text), read the same by either.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from json.encoder import encode_basestring  # what the encoder writes for a string when ensure_ascii is off
 from typing import Any, Final
 
-from memlane.models import MemoryItem, MemoryKind, SourceRef
+from memlane.models import InjectionFlag, MemoryItem, MemoryKind, SourceRef
 
 COLUMNS: Final = (
     "id, user_id, agent_id, session_id, kind, role, speaker, text, ts, created_at, updated_at, event_time, "
@@ -132,4 +133,15 @@ def row_to_item(row: tuple[Any, ...]) -> MemoryItem:
         valid_from=_opt_time(row[24]),
         valid_until=_opt_time(row[25]),
         superseded_by=row[26],
+    )
+
+
+def flag_from_row(row: Sequence[Any]) -> InjectionFlag:
+    """An injection flag from its ``memory_flags`` columns: memory_id, score, reasons, detector, flagged_at."""
+    return InjectionFlag(
+        memory_id=str(row[0]),
+        score=float(row[1]),
+        reasons=list(json.loads(str(row[2]))),
+        detector=str(row[3]),
+        flagged_at=from_micros(int(row[4])),
     )
