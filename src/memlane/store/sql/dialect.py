@@ -45,6 +45,7 @@ class Dialect:
     true: str = ""  # a condition that always holds (also what an empty filter renders as)
     false: str = ""
     greatest: str = ""  # the scalar maximum of its arguments
+    least: str = ""  # the scalar minimum
     #: Whether rows carry their user for row-level security (the server confines each transaction to one user).
     confines: bool = False
     #: Values per ``IN`` list when a list is spelled as one placeholder each (``None``: one array parameter).
@@ -72,10 +73,12 @@ class Dialect:
         """``column`` is one of ``values`` (no more values than ``chunk``), with its parameters."""
         raise NotImplementedError
 
-    def chunks(self, values: Iterable[Any]) -> Iterator[list[Any]]:
-        """The distinct ``values`` (first occurrence order) in lists ``in_list`` takes (one list when unbounded)."""
+    def chunks(self, values: Iterable[Any], lists: int = 1) -> Iterator[list[Any]]:
+        """The distinct ``values`` (first occurrence order) in lists ``in_list`` takes (one list when unbounded),
+        ``lists`` times in one statement.
+        """
         distinct = list(dict.fromkeys(values))
-        size = self.chunk or max(1, len(distinct))
+        size = self.chunk // lists if self.chunk else max(1, len(distinct))
         for start in range(0, len(distinct), size):
             yield distinct[start : start + size]
 
@@ -88,6 +91,9 @@ class Dialect:
     def unindexed(self, column: str) -> str:
         """``column`` in a condition the planner must not answer from its index (SQLite's unary ``+``)."""
         return column
+
+    #: A join whose tables the planner must take in the order written (SQLite's ``CROSS JOIN``).
+    ordered_join: str = "JOIN"
 
     def json(self, placeholder: str = "?") -> str:
         """A parameter holding JSON text, as the column's type takes it."""
@@ -119,6 +125,19 @@ class Dialect:
         """A truth value as a parameter of a boolean column."""
         return value
 
+    def either(self, a: str, b: str) -> str:
+        """Whether either of two boolean columns holds."""
+        return f"({a} OR {b})"
+
+    def not_among(self, column: str, ints: Sequence[int]) -> tuple[str, list[Any]]:
+        """``column`` is none of the integers ``ints`` (however many), with its parameters."""
+        return f"NOT ({column} = ANY(?))", [list(ints)]
+
+    def capped(self, values: Sequence[Any]) -> list[Any]:
+        """The distinct ``values`` that one ``in_list`` takes (all of them where a list is one parameter)."""
+        distinct = list(dict.fromkeys(values))
+        return distinct if self.chunk is None else distinct[: self.chunk]
+
     def json_field_is(self, column: str, key: str, value: str | float | bool | None) -> tuple[str, list[Any]]:
         """The JSON object in ``column`` holds ``value`` at ``key`` (``None``: the key is absent or null)."""
         raise NotImplementedError
@@ -131,6 +150,8 @@ class SQLiteDialect(Dialect):
     true = "1"
     false = "0"
     greatest = "max"
+    least = "min"
+    ordered_join = "CROSS JOIN"
     chunk = 500  # well under SQLite's limit of bound parameters (32,766 since 3.32; 999 before)
 
     def run_many(self, c: Connection, sql: str, rows: Iterable[Sequence[Any]]) -> None:
@@ -155,6 +176,13 @@ class SQLiteDialect(Dialect):
 
     def boolean(self, value: bool) -> Any:
         return int(value)
+
+    def either(self, a: str, b: str) -> str:
+        return f"max({a}, {b})"
+
+    def not_among(self, column: str, ints: Sequence[int]) -> tuple[str, list[Any]]:
+        # written out (integers only): a list of any length, with no bound parameter per value
+        return f"{column} NOT IN ({','.join(str(int(i)) for i in ints)})", []
 
     def joined(self, column: str) -> str:
         return f"group_concat({column}, char(31))"
@@ -183,6 +211,7 @@ class PostgresDialect(Dialect):
     true = "true"
     false = "false"
     greatest = "greatest"
+    least = "least"
     chunk = None
 
     def sql(self, text: str) -> str:
