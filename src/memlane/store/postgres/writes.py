@@ -14,7 +14,7 @@ import numpy as np
 import psycopg
 
 from memlane.embedding.base import Vectors
-from memlane.errors import NotFoundError, StoreError
+from memlane.errors import NotFoundError
 from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKind, utcnow
 from memlane.records.entities import AliasRow, canonical
 from memlane.records.graph import RelationClaim
@@ -32,6 +32,7 @@ from memlane.store.postgres.rows import run
 from memlane.store.postgres.text import previous_turn, refresh_next_context, turn_of
 from memlane.store.postgres.validity import forget_links, mark_contradicted
 from memlane.store.records import AccessUse, embed_hash
+from memlane.store.sql.writes import SQLInsert, anything_to_write
 from memlane.store.sqlite.rows import COLUMNS, MUTABLE, item_params, to_micros
 
 _NAMES: Final = tuple(c.strip() for c in COLUMNS.split(","))
@@ -152,41 +153,12 @@ def _next_position(
     return cache[key]
 
 
-class PostgresWrites:
+class PostgresWrites(SQLInsert):
     """Inserts, updates, deletes and access counts."""
 
     _db: Database
     _hot: HotScopes
     _aliases: AliasTables
-
-    def insert(
-        self,
-        items: Sequence[MemoryItem],
-        index_texts: Sequence[str],
-        vectors: Vectors,
-        event: HistoryEvent = HistoryEvent.ADD,
-        aliases: Mapping[str, Sequence[AliasRow]] | None = None,
-        *,
-        jobs: Sequence[Job] = (),
-        changes: Mapping[str, Mapping[str, Any]] | None = None,
-        claim: JobClaim | None = None,
-        relations: Mapping[str, Sequence[RelationClaim]] | None = None,
-        taught: Mapping[str, Sequence[str]] | None = None,
-        passages: Mapping[str, PassageVectors] | None = None,
-    ) -> None:
-        self.write(
-            items,
-            index_texts,
-            vectors,
-            event=event,
-            aliases=aliases,
-            jobs=jobs,
-            changes=changes,
-            claim=claim,
-            relations=relations,
-            taught=taught,
-            passages=passages,
-        )
 
     def write(
         self,
@@ -209,9 +181,7 @@ class PostgresWrites:
         (a running one under ``claim``) and a job finished: all in one transaction, or nothing when the finished job
         is fenced.
         """
-        if not (len(items) == len(index_texts) == len(vectors)):
-            raise StoreError("insert needs one index text and one vector per item")
-        if not items and not updates and not jobs and finish is None and not any((relations or {}).values()):
+        if not anything_to_write(items, index_texts, vectors, updates, jobs, finish, relations):
             return
         vecs = np.ascontiguousarray(vectors, dtype=np.float32)
         with self._db.atomic() as c, c.pipeline():

@@ -12,7 +12,7 @@ from typing import Any, Final
 import numpy as np
 
 from memlane.embedding.base import Vectors
-from memlane.errors import NotFoundError, StoreError
+from memlane.errors import NotFoundError
 from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, Job, MemoryItem, utcnow
 from memlane.records.entities import AliasRow
 from memlane.records.graph import RelationClaim
@@ -20,6 +20,7 @@ from memlane.store.alias_tables import AliasTables
 from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.passages import PassageVectors
 from memlane.store.records import AccessUse, embed_hash
+from memlane.store.sql.writes import SQLInsert, anything_to_write
 from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database, marks
 from memlane.store.sqlite.entities import replace_taught, write_aliases, write_entities, write_taught
@@ -94,7 +95,7 @@ def drop_derived(
     return removed
 
 
-class SQLiteWrites:
+class SQLiteWrites(SQLInsert):
     """Inserts, updates, deletes and access counts; the vector cache follows each committed write."""
 
     _db: Database
@@ -102,35 +103,6 @@ class SQLiteWrites:
     _hot: HotScopes
     _aliases: AliasTables
     _fts_secure_delete: bool
-
-    def insert(
-        self,
-        items: Sequence[MemoryItem],
-        index_texts: Sequence[str],
-        vectors: Vectors,
-        event: HistoryEvent = HistoryEvent.ADD,
-        aliases: Mapping[str, Sequence[AliasRow]] | None = None,
-        *,
-        jobs: Sequence[Job] = (),
-        changes: Mapping[str, Mapping[str, Any]] | None = None,
-        claim: JobClaim | None = None,
-        relations: Mapping[str, Sequence[RelationClaim]] | None = None,
-        taught: Mapping[str, Sequence[str]] | None = None,
-        passages: Mapping[str, PassageVectors] | None = None,
-    ) -> None:
-        self.write(
-            items,
-            index_texts,
-            vectors,
-            event=event,
-            aliases=aliases,
-            jobs=jobs,
-            changes=changes,
-            claim=claim,
-            relations=relations,
-            taught=taught,
-            passages=passages,
-        )
 
     def write(
         self,
@@ -153,9 +125,7 @@ class SQLiteWrites:
         (a running one under ``claim``) and a job finished: all in one transaction, or nothing when the finished job
         is fenced.
         """
-        if not (len(items) == len(index_texts) == len(vectors)):
-            raise StoreError("insert needs one index text and one vector per item")
-        if not items and not updates and not jobs and finish is None and not any((relations or {}).values()):
+        if not anything_to_write(items, index_texts, vectors, updates, jobs, finish, relations):
             return
         by_user: dict[str, list[int]] = {}
         for i, item in enumerate(items):
