@@ -13,7 +13,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from memlane.errors import NotFoundError
 from memlane.models import Job, JobState, utcnow
 from memlane.store.outcome import JobClaim, JobOutcome
-from memlane.store.sqlite.rows import to_micros
+from memlane.store.sql.rows import to_micros
 
 
 class JobTableSQL(Protocol):

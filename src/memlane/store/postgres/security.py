@@ -10,8 +10,7 @@ from memlane.models import FlaggedMemory, InjectionFlag
 from memlane.store.postgres.db import Database
 from memlane.store.postgres.rows import SELECTED
 from memlane.store.records import SealedOriginal
-from memlane.store.sql.rows import flag_from_row
-from memlane.store.sqlite.rows import from_micros, row_to_item, to_micros
+from memlane.store.sql.rows import flag_from_row, from_micros, row_to_item, to_micros
 
 
 class PostgresSecurity:
