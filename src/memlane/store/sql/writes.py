@@ -1,40 +1,92 @@
-"""What the two SQL stores' writers share: ``insert`` as a ``write`` with nothing else in it, and the check that a
-write pairs its items with their index texts and vectors.
+"""What the two SQL stores' writers share: ``write``'s arguments checked and gathered into one ``WriteSet`` (each
+backend writes a set in its own way, in one transaction), and ``insert`` as a ``write`` with nothing else in it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from memlane.embedding.base import Vectors
 from memlane.errors import StoreError
-from memlane.models import HistoryEvent, Job, MemoryItem
+from memlane.models import HistoryEntry, HistoryEvent, Job, MemoryItem
 from memlane.records.entities import AliasRow
 from memlane.records.graph import RelationClaim
 from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.passages import PassageVectors
 
 
-def anything_to_write(
-    items: Sequence[MemoryItem],
-    index_texts: Sequence[str],
-    vectors: Vectors,
-    updates: Sequence[object],
-    jobs: Sequence[Job],
-    finish: JobOutcome | None,
-    relations: Mapping[str, Sequence[RelationClaim]] | None,
-) -> bool:
-    """Whether a ``write`` has anything to do; ``StoreError`` when its items, texts and vectors do not pair up."""
-    if not (len(items) == len(index_texts) == len(vectors)):
-        raise StoreError("insert needs one index text and one vector per item")
-    return bool(items or updates or jobs or finish is not None or any((relations or {}).values()))
+@dataclass(frozen=True, slots=True)
+class WriteSet:
+    """One ``write``: new items with their index texts and vectors, changed items, aliases, relations, taught
+    aliases, documents' passages, jobs enqueued (a running one under ``claim``) and a job finished.
+    """
+
+    items: Sequence[MemoryItem]
+    index_texts: Sequence[str]
+    vectors: Vectors
+    event: HistoryEvent
+    aliases: Mapping[str, Sequence[AliasRow]]
+    jobs: Sequence[Job]
+    changes: Mapping[str, Mapping[str, Any]]
+    updates: Sequence[tuple[MemoryItem, HistoryEntry]]
+    finish: JobOutcome | None
+    claim: JobClaim | None
+    relations: Mapping[str, Sequence[RelationClaim]]
+    taught: Mapping[str, Sequence[str]]
+    passages: Mapping[str, PassageVectors] | None
 
 
-class SQLInsert:
-    """``insert`` (``RecordWriter`` and ``PassageWriter``): the backend's ``write`` with no updates or outcome."""
+class SQLWrites:
+    """``write`` and ``insert`` (``RecordWriter``, ``PassageWriter``) over the backend's ``_write``."""
 
-    write: Callable[..., None]
+    def _write(self, w: WriteSet) -> None:
+        """Write the set in one transaction (nothing when the finished job is fenced)."""
+        raise NotImplementedError
+
+    def write(
+        self,
+        items: Sequence[MemoryItem],
+        index_texts: Sequence[str],
+        vectors: Vectors,
+        *,
+        event: HistoryEvent = HistoryEvent.ADD,
+        aliases: Mapping[str, Sequence[AliasRow]] | None = None,
+        jobs: Sequence[Job] = (),
+        changes: Mapping[str, Mapping[str, Any]] | None = None,
+        updates: Sequence[tuple[MemoryItem, HistoryEntry]] = (),
+        finish: JobOutcome | None = None,
+        claim: JobClaim | None = None,
+        relations: Mapping[str, Sequence[RelationClaim]] | None = None,
+        taught: Mapping[str, Sequence[str]] | None = None,
+        passages: Mapping[str, PassageVectors] | None = None,
+    ) -> None:
+        """New items (with their index entries and documents' passages), changed items (no re-index), jobs enqueued
+        (a running one under ``claim``) and a job finished: all in one transaction, or nothing when the finished job
+        is fenced.
+        """
+        if not (len(items) == len(index_texts) == len(vectors)):
+            raise StoreError("insert needs one index text and one vector per item")
+        if not items and not updates and not jobs and finish is None and not any((relations or {}).values()):
+            return
+        self._write(
+            WriteSet(
+                items,
+                index_texts,
+                vectors,
+                event,
+                aliases or {},
+                jobs,
+                changes or {},
+                updates,
+                finish,
+                claim,
+                relations or {},
+                taught or {},
+                passages,
+            )
+        )
 
     def insert(
         self,

@@ -13,14 +13,12 @@ import numpy as np
 
 from memlane.embedding.base import Vectors
 from memlane.errors import NotFoundError
-from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, Job, MemoryItem, utcnow
+from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, MemoryItem, utcnow
 from memlane.records.entities import AliasRow
 from memlane.records.graph import RelationClaim
 from memlane.store.alias_tables import AliasTables
-from memlane.store.outcome import JobClaim, JobOutcome
-from memlane.store.passages import PassageVectors
 from memlane.store.records import AccessUse, embed_hash
-from memlane.store.sql.writes import SQLInsert, anything_to_write
+from memlane.store.sql.writes import SQLWrites, WriteSet
 from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database, marks
 from memlane.store.sqlite.entities import replace_taught, write_aliases, write_entities, write_taught
@@ -95,7 +93,7 @@ def drop_derived(
     return removed
 
 
-class SQLiteWrites(SQLInsert):
+class SQLiteWrites(SQLWrites):
     """Inserts, updates, deletes and access counts; the vector cache follows each committed write."""
 
     _db: Database
@@ -104,29 +102,10 @@ class SQLiteWrites(SQLInsert):
     _aliases: AliasTables
     _fts_secure_delete: bool
 
-    def write(
-        self,
-        items: Sequence[MemoryItem],
-        index_texts: Sequence[str],
-        vectors: Vectors,
-        *,
-        event: HistoryEvent = HistoryEvent.ADD,
-        aliases: Mapping[str, Sequence[AliasRow]] | None = None,
-        jobs: Sequence[Job] = (),
-        changes: Mapping[str, Mapping[str, Any]] | None = None,
-        updates: Sequence[tuple[MemoryItem, HistoryEntry]] = (),
-        finish: JobOutcome | None = None,
-        claim: JobClaim | None = None,
-        relations: Mapping[str, Sequence[RelationClaim]] | None = None,
-        taught: Mapping[str, Sequence[str]] | None = None,
-        passages: Mapping[str, PassageVectors] | None = None,
-    ) -> None:
-        """New items (with their index entries and documents' passages), changed items (no re-index), jobs enqueued
-        (a running one under ``claim``) and a job finished: all in one transaction, or nothing when the finished job
-        is fenced.
-        """
-        if not anything_to_write(items, index_texts, vectors, updates, jobs, finish, relations):
-            return
+    def _write(self, w: WriteSet) -> None:
+        items, index_texts, vectors, event, changes = w.items, w.index_texts, w.vectors, w.event, w.changes
+        aliases, jobs, updates, finish, claim = w.aliases, w.jobs, w.updates, w.finish, w.claim
+        relations, taught, passages = w.relations, w.taught, w.passages
         by_user: dict[str, list[int]] = {}
         for i, item in enumerate(items):
             by_user.setdefault(item.user_id, []).append(i)
@@ -140,14 +119,14 @@ class SQLiteWrites(SQLInsert):
             if any(item.superseded_by for item in items):  # an older claim learnt late: row by row
                 for item, body, vec in zip(items, index_texts, vecs, strict=True):
                     pks.append(insert_row(c, item, body, vec, text_entry=False))
-                    extra = dict((changes or {}).get(item.id, {}))
+                    extra = dict(changes.get(item.id, {}))
                     log_event(c, item.user_id, item.id, event, item.created_at, None, item.text, extra)
                     if item.superseded_by:  # born superseded, so are its messages
                         mark_contradicted(c, item)
                 for pk, item, body in zip(pks, items, index_texts, strict=True):  # together: one FTS5 flush
                     index_entry(c, pk, item, body)
             else:
-                pks = insert_rows(c, items, index_texts, vecs, event, changes or {}, first_new)
+                pks = insert_rows(c, items, index_texts, vecs, event, changes, first_new)
             write_new_passages(c, pks, items, passages)
             for item, entry in updates:
                 update_fields(c, row_key(c, item.user_id, item.id), item)
@@ -156,13 +135,13 @@ class SQLiteWrites(SQLInsert):
                 )
                 if entry.event is HistoryEvent.SUPERSEDE:
                     mark_contradicted(c, item)
-            for user_id, rows in (aliases or {}).items():
+            for user_id, rows in aliases.items():
                 write_aliases(c, user_id, rows)
             if taught:
                 write_taught(
                     c, [(pk, it.user_id, a) for pk, it in zip(pks, items, strict=True) for a in taught.get(it.id, ())]
                 )
-            for user_id, claims in (relations or {}).items():
+            for user_id, claims in relations.items():
                 write_relations(c, user_id, claims)
             for job in jobs:
                 JOBS.enqueue(c, job, claim)
