@@ -1,7 +1,5 @@
-"""The ``Memory`` facade: it binds each call's scope and delegates to one service per concern (``memlane.services``).
-
-The services hold the write and read paths, jobs, lifecycle, security views, the graph and transfer; this class
-keeps the public API and nothing else.
+"""The ``Memory`` facade: it binds each call's scope and delegates to one service per concern (``memlane.services``:
+write and read paths, jobs, lifecycle, security views, graph, transfer); it keeps the public API and nothing else.
 """
 
 from __future__ import annotations
@@ -12,7 +10,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Self
 
-from memlane.models import HistoryEvent
 from memlane.records.inputs import FiltersInput, MessagesInput
 from memlane.records.keys import content_hash, index_text, message_hash, normalise_text
 
@@ -20,7 +17,7 @@ if TYPE_CHECKING:  # the services, models and stores load when a Memory is made,
     from memlane.answer.ask import Answer
     from memlane.answer.context import Context
     from memlane.broker import JobRun, RetryPolicy
-    from memlane.config import Config, RetrievalPreset
+    from memlane.config import Config
     from memlane.documents.service import DocumentsInput
     from memlane.embedding import Embedder
     from memlane.graph.neighbourhood import Neighbourhood
@@ -44,7 +41,6 @@ if TYPE_CHECKING:  # the services, models and stores load when a Memory is made,
     from memlane.records.graph import RelationEdge
     from memlane.retrieval.tuning import FitResult, LabelledQuery
     from memlane.security.sanitise import Fenced
-    from memlane.services.scope import Scope
 
 __all__ = ["FiltersInput", "Memory", "MessagesInput", "content_hash", "index_text", "message_hash", "normalise_text"]
 
@@ -82,6 +78,11 @@ class Memory:
         self._distiller = services.distiller
         self._worker = services.worker
         self._guard = services.writes.indexer.guard
+        # bound once: a call's checked scope, the searches' access counts written, the write path's insert, a preset
+        self._bind = core.bind
+        self._write_access = core.write_access
+        self._insert = services.writes.indexer.insert
+        self._preset = services.reads.preset
 
     def __enter__(self) -> Self:
         return self
@@ -89,27 +90,9 @@ class Memory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _bind(self, user_id: object, tenant: object, *, counts: bool = True) -> Scope:
-        """The checked scope of a user-scoped call (and the searches' access counts written first, unless
-        ``counts=False``: a search, which only adds to them).
-        """
-        return self._services.core.bind(user_id, tenant, counts=counts)
-
-    def _write_access(self) -> None:
-        """Write the access counts gathered by searches (best-effort: a failure is logged, never raised)."""
-        self._services.core.write_access()
-
-    def _insert(self, items: Sequence[MemoryItem], event: HistoryEvent = HistoryEvent.ADD) -> None:
-        """Embed, enrich and store ``items`` as the write path does (for tools that write typed memories)."""
-        self._services.writes.indexer.insert(items, event)
-
     def _handle_job(self, job: Job) -> None:
         """Run one claimed background job in this process (extraction under the user's consolidation lock)."""
         self._services.handler(job)
-
-    def _preset(self, name: object) -> RetrievalPreset:
-        """The named retrieval preset (``None``: the configured default)."""
-        return self._services.reads.preset(name)
 
     # -- lifecycle of the object ------------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -145,11 +128,9 @@ class Memory:
     ) -> AddResult:
         """Store each message losslessly as a ``kind=message`` memory (all or none), then extract typed memories.
 
-        A message already stored (same scope, normalised text, given timestamp and occurrence in the call) is
-        not stored again: it is returned as stored and listed in ``duplicates``. With ``infer`` (default
-        ``config.infer``) typed memories are extracted from the new messages, deduplicated and consolidated;
-        with ``async_mode`` that happens on the background worker and ``job_id`` names the job, which was
-        queued in the same transaction as the messages.
+        A message already stored is not stored again (listed in ``duplicates``). With ``infer`` (default
+        ``config.infer``) typed memories are extracted, deduplicated and consolidated; with ``async_mode`` on the
+        background worker, whose job (``job_id``) was queued in the same transaction as the messages.
         """
         return self._services.writes.add(
             self._bind(user_id, tenant),
@@ -172,12 +153,9 @@ class Memory:
         metadata: Mapping[str, Any] | None = None,
         tenant: str | None = None,
     ) -> AddResult:
-        """Store documents or notes (strings, ``Document``s or their dicts) as ``kind=document`` memories, all or none.
-
-        Unlike ``add``, each is a memory of its own: no session, no neighbours, no extraction. A long text is split
-        into passages at paragraph and sentence boundaries within the embedder's window, each embedded; search
-        scores the document by its best passage and names it (``Hit.passage``). A text already stored (same user,
-        agent and normalised text) is returned as stored and listed in ``duplicates``.
+        """Store documents or notes (strings, ``Document``s or their dicts) as ``kind=document`` memories, all or none:
+        each a memory of its own (no session, no extraction), searched by its best passage (``Hit.passage``). A text
+        already stored is returned as stored and listed in ``duplicates``.
         """
         return self._services.documents.add(
             documents, user_id=user_id, agent_id=agent_id, timestamp=timestamp, metadata=metadata, tenant=tenant
@@ -193,8 +171,7 @@ class Memory:
         agent_id: str | None = None,
     ) -> AddResult:
         """Store grounded observations (captions with ``[label:Type]`` tags, a time window, a media reference) as
-        memories of role ``observation``, their tags as typed entities; all or none. Already stored ones are
-        listed in ``duplicates``.
+        memories of role ``observation``, their tags as typed entities; all or none (stored ones: ``duplicates``).
         """
         scope = self._bind(user_id, tenant)
         return self._services.writes.observe(scope, observations, session_id=session_id, agent_id=agent_id)
@@ -242,8 +219,7 @@ class Memory:
         include_flagged: bool = False,
     ) -> Context:
         """The memories that answer ``query``, fenced as quoted data for an LLM prompt within ``token_budget``
-        (estimated) tokens: current facts first, then supporting turns, each with its date and speaker. Memories
-        flagged as likely prompt injections are left out unless ``include_flagged``.
+        (estimated) tokens, current facts first; flagged memories are left out unless ``include_flagged``.
         """
         return self._services.reads.context(
             self._bind(user_id, tenant, counts=False),
@@ -278,10 +254,8 @@ class Memory:
         user_id: str | None = None,
         tenant: str | None = None,
     ) -> None:
-        """Record whether a returned memory was useful for its query; ``memlane tune`` learns weights from this.
-
-        Pass the ``Hit`` that search returned (it knows its query and user), or a memory id with ``query``
-        and ``user_id``.
+        """Record whether a returned memory was useful for its query (``memlane tune`` learns weights from this):
+        pass the ``Hit`` that search returned (it knows its query and user), or a memory id, ``query`` and ``user_id``.
         """
         self._services.reads.feedback(hit, useful=useful, query=query, user_id=user_id, tenant=tenant)
 
@@ -295,18 +269,15 @@ class Memory:
         test_share: float = 0.3,
         save: bool = True,
     ) -> FitResult:
-        """Learn fusion weights from labelled queries (or from recorded feedback) and save them as preset ``name``.
-
-        Queries are split into fitting and held-out sides by group (a conversation, or the query itself), and the
-        result reports recall@k before and after on both; only the held-out gain says whether the weights help.
+        """Learn fusion weights from labelled queries (or from recorded feedback) and save them as preset ``name``;
+        the result reports recall@k before and after on fitting and held-out queries (only the held-out gain counts).
         """
         return self._services.reads.tune(queries, name=name, base=base, k=k, test_share=test_share, save=save)
 
     # -- background jobs (memlane.services.jobs) --------------------------------------------------------------------------
     def run_job(self, job_id: str, *, policy: RetryPolicy | None = None) -> JobRun:
-        """Run one job by id, as a broker's worker does when a message names it: only if the job table says it
-        is queued or abandoned, so a redelivered message never does the work twice; a failure is queued again
-        with backoff, or dead-lettered after ``policy.max_attempts`` (default from the config).
+        """Run one job by id, as a broker's worker does: only if it is queued or abandoned (a redelivered message
+        never does the work twice); a failure is retried with backoff, or dead-lettered after ``policy.max_attempts``.
         """
         return self._services.jobs.run_job(job_id, policy=policy)
 
@@ -325,9 +296,7 @@ class Memory:
         return self._services.jobs.jobs(self._bind(user_id, tenant), state=state, limit=limit)
 
     def job_result(self, job_id: str, *, tenant: str | None = None) -> JobResult:
-        """A background job of this tenant by its id alone, and the typed memories it wrote (see
-        ``memlane.lifecycle.job_result``); ``NotFoundError`` when the tenant has no such job.
-        """
+        """A job of this tenant by its id alone and the typed memories it wrote; ``NotFoundError`` when none."""
         return self._services.jobs.result(job_id, tenant)
 
     def wait(self, job_id: str, *, user_id: str, timeout: float | None = None, tenant: str | None = None) -> Job:
@@ -358,10 +327,8 @@ class Memory:
         return self._services.lifecycle.update(scope, memory_id, text=text, metadata=metadata, importance=importance)
 
     def delete(self, memory_id: str, *, user_id: str, tenant: str | None = None) -> builtins.list[str]:
-        """Remove a memory from every index; its history keeps the events but not the text.
-
-        Typed memories extracted from it alone are removed too; those with other sources just lose this one.
-        Returns the ids removed, ``memory_id`` first.
+        """Remove a memory from every index (its history keeps the events, not the text), and the typed memories
+        extracted from it alone (others just lose this source). Returns the ids removed, ``memory_id`` first.
         """
         return self._services.lifecycle.delete(self._bind(user_id, tenant), memory_id)
 
@@ -370,9 +337,8 @@ class Memory:
         return self._services.lifecycle.delete_all(self._bind(user_id, tenant))
 
     def history(self, memory_id: str, *, user_id: str, tenant: str | None = None) -> builtins.list[HistoryEntry]:
-        """Every recorded change of a memory, oldest first (text is erased once it is deleted).
-
-        ``NotFoundError`` if this user never had a memory with that id (a deleted one keeps its history).
+        """Every recorded change of a memory, oldest first (text is erased once it is deleted); ``NotFoundError`` if
+        this user never had a memory with that id (a deleted one keeps its history).
         """
         return self._services.lifecycle.history(self._bind(user_id, tenant), memory_id)
 
@@ -391,36 +357,26 @@ class Memory:
         return self._services.lifecycle.forget(self._bind(user_id, tenant), hard=hard)
 
     def wait_for_index(self, timeout: float | None = None) -> bool:
-        """Block until background index work is done, at most ``timeout`` seconds; whether it is.
-
-        A scope that grows past ``IndexSettings.exact_below`` vectors (50,000) gets its HNSW graph built on a
-        background thread while exact search keeps answering, and a scope of 20,000 memories or more gets its
-        in-memory read model (BM25 postings and candidate facts) built on one at its first search while the
-        tables answer; call this after a bulk import or at start-up to have both ready before serving. Never
-        needed for correct results.
+        """Block until background index work (HNSW graphs, read models) is done, at most ``timeout`` seconds;
+        whether it is. Never needed for correct results: call it after a bulk import or at start-up.
         """
         return self._services.lifecycle.wait_for_index(timeout)
 
     def compact(self) -> Compaction:
-        """Rewrite the store's files from their live content, so that no byte of a deleted memory stays in them
-        (SQLite: ``VACUUM``; PostgreSQL: ``VACUUM FULL`` of memlane's tables, which locks each table while it is
-        rewritten). What a delete leaves is already unreachable to every read; this removes it from the disk too.
-        """
+        """Rewrite the store's files from their live content: no byte of a deleted memory stays on the disk."""
         return self._services.lifecycle.compact()
 
     # -- security: flags, fenced context, redacted originals (memlane.services.security) ----------------------------------
     def flags(self, memory_ids: Sequence[str], *, user_id: str, tenant: str | None = None) -> dict[str, InjectionFlag]:
         """The injection flags of those of ``memory_ids`` that are flagged, or extracted from a flagged message."""
-        # counts=False: flags read no usage counts, so the searches' gathered counts are left to be written with the
-        # next call that does (an adapter that flags its search hits must not change what the next search reports)
+        # counts=False: an adapter that flags its search hits must not change what the next search reports
         return self._services.security.flags(self._bind(user_id, tenant, counts=False), memory_ids)
 
     def flagged(
         self, *, user_id: str | None = None, tenant: str | None = None, limit: int = 100, offset: int = 0
     ) -> builtins.list[FlaggedMemory]:
-        """Memories flagged as likely prompt injections (of one user, or all), their text kept, with the reason and
-        score; most recently flagged first. An administrator's view: these are left out of assembled context.
-        Without ``user_id`` it lists the whole store, so it is refused for a tenant other than the default.
+        """Memories flagged as likely prompt injections (of one user, or of the whole store for the default tenant
+        only), with the reason and score, most recently flagged first: an administrator's view.
         """
         return self._services.security.flagged(user_id=user_id, tenant=tenant, limit=limit, offset=offset)
 
@@ -433,9 +389,7 @@ class Memory:
         include_flagged: bool = False,
         tenant: str | None = None,
     ) -> Fenced:
-        """Hits assembled for a prompt as quoted data (see ``memlane.security.sanitise.fence``): flagged memories
-        left out unless ``include_flagged``, within ``token_budget`` tokens.
-        """
+        """Hits as quoted data for a prompt within ``token_budget`` tokens, flagged ones left out unless asked for."""
         scope = self._bind(user_id, tenant)
         return self._services.security.fence(scope, hits, token_budget=token_budget, include_flagged=include_flagged)
 
@@ -458,8 +412,7 @@ class Memory:
         """The typed relations of this user's graph (those of one entity when given), each with its source memories
         and validity window; ``current_only`` leaves out relations a later one closed.
         """
-        scope = self._bind(user_id, tenant)
-        return self._services.graph.relations(scope, entity=entity, current_only=current_only)
+        return self._services.graph.relations(self._bind(user_id, tenant), entity=entity, current_only=current_only)
 
     def merge_entities(self, source: str, target: str, *, user_id: str, tenant: str | None = None) -> int:
         """Make ``source`` the same entity as ``target`` (its mentions, aliases and relations move; its name
@@ -473,24 +426,20 @@ class Memory:
         """Split the memories in ``memory_ids`` off ``entity`` into a new entity ``new_name`` of the same type (two
         people who shared a name); relations read only from those memories follow. Returns how many moved.
         """
-        scope = self._bind(user_id, tenant)
-        return self._services.graph.split_entity(scope, entity, new_name, memory_ids=memory_ids)
+        return self._services.graph.split_entity(self._bind(user_id, tenant), entity, new_name, memory_ids=memory_ids)
 
     def routines(
         self, *, user_id: str, tenant: str | None = None, min_occurrences: int = 3
     ) -> builtins.list[MemoryItem]:
-        """Detect recurring actions in this user's turns and store each as a memory of kind ``routine`` (its
-        sources the supporting turns, its confidence from how many days and how regular); a routine already
-        stored is updated when its evidence changed. Returns the user's current routines.
+        """Detect recurring actions in this user's turns and store (or update) each as a memory of kind ``routine``;
+        returns the user's current routines.
         """
         return self._services.graph.routines(self._bind(user_id, tenant), min_occurrences=min_occurrences)
 
     # -- export / import / maintenance (memlane.services.transfer) --------------------------------------------------------
     def export(self, dest: str | Path | IO[str], *, user_id: str | None = None, tenant: str | None = None) -> int:
-        """Write memories (one user's, or all of the tenant's) as JSONL: a header line, then one memory per line.
-
-        A path is written whole or not at all; every line is checked with the rules ``import_`` applies, so an
-        export never holds what its import would reject. User ids are written without their tenant.
+        """Write memories (one user's, or all of the tenant's) as JSONL: a header line, then one memory per line,
+        each checked with the rules ``import_`` applies; a path is written whole or not at all.
         """
         return self._services.transfer.export(dest, user_id=user_id, tenant=tenant)
 
@@ -505,21 +454,17 @@ class Memory:
     ) -> int:
         """Load a JSONL export into ``user_id``'s memory, all or nothing; returns how many memories were added.
 
-        Every line is checked with the rules of ``add`` (an error names the line and the field). The file's own
-        user ids are ignored unless ``keep_user_ids=True`` (an administrator's restore of a whole store), so one
-        file cannot write into another user's memory. A memory whose id this user already has is skipped (so
-        re-importing is a no-op); an id that belongs to another user is an error naming the line, except for a
-        caller bound to a tenant (``tenant`` given, as the REST server always does): its memories get ids derived
-        from the user and the file's id (``memlane.security.import_ids``), so the answer is the same whether the
-        id exists elsewhere or not. Named with a trailing underscore as ``import`` is a keyword.
+        Every line is checked with the rules of ``add`` (an error names the line and the field); the file's user ids
+        are ignored unless ``keep_user_ids=True`` (an administrator's restore). An id this user already has is
+        skipped; one another user holds is an error naming the line (a tenant-bound caller's ids are derived).
         """
         return self._services.transfer.import_(
             source, user_id=user_id, keep_user_ids=keep_user_ids, on_progress=on_progress, tenant=tenant
         )
 
     def users(self, *, tenant: str | None = None, limit: int = 100, offset: int = 0) -> builtins.list[UserSummary]:
-        """The users of a tenant (in order of first arrival) with how many memories each holds; what the inspector's
-        user list shows. A backend that cannot list its users returns none.
+        """The users of a tenant (in order of first arrival) with how many memories each holds (none where the
+        backend cannot list them).
         """
         return self._services.transfer.users(tenant=tenant, limit=limit, offset=offset)
 
@@ -528,11 +473,7 @@ class Memory:
         return self._services.transfer.stats(user_id=user_id, tenant=tenant)
 
     def reindex(self, *, batch_size: int = 256, on_progress: Callable[[int], None] | None = None) -> int:
-        """Re-embed every memory with the configured embedder and record it as the store's model.
-
-        New vectors are written beside the live ones, which searches keep using; the switch to the new vectors
-        and model happens in the same transaction as the last batch. A reindex that is interrupted leaves the
-        old, consistent state, and run again with the same embedder it resumes where it stopped. Returns how
-        many memories this call embedded.
+        """Re-embed every memory with the configured embedder and record it as the store's model; returns how
+        many memories this call embedded. An interrupted reindex leaves the old state and resumes when run again.
         """
         return self._services.transfer.reindex(batch_size=batch_size, on_progress=on_progress)

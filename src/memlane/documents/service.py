@@ -107,7 +107,11 @@ class Documents:
         metadata: Mapping[str, Any] | None = None,
         tenant: str | None = None,
     ) -> AddResult:
-        """See ``Memory.add_documents``."""
+        """See ``Memory.add_documents``. Unlike ``add``, each is a memory of its own: no session, no neighbours, no
+        extraction. A long text is split into passages at paragraph and sentence boundaries within the embedder's
+        window, each embedded; search scores the document by its best passage and names it (``Hit.passage``). A text
+        already stored (same user, agent and normalised text) is returned as stored and listed in ``duplicates``.
+        """
         limits = self._core.limits
         user_id = self._core.bind(user_id, tenant).key
         agent_id = optional_id(agent_id, max_chars=limits.id_chars, what="agent_id")

@@ -108,7 +108,8 @@ def verify(source: Store, target: Store, *, sample: int = 20, k: int = 10) -> li
     items = _sample(source, sample)
     # Another text engine (SQLite's FTS5 and PostgreSQL's BM25 count statistics and split words differently) gives
     # other scores by design: there, each sampled memory must be found by its own words on both sides, or on neither.
-    same_text = type(source).text_search is type(target).text_search
+    # (the SQL stores share ``text_search``'s dispatch to their read models; the engine is ``_text_search_sql``)
+    same_text = _text_engine(source) is _text_engine(target)
     vec_ok = text_ok = hist_ok = 0
     for it in items:
         if isinstance(source, StoreTransfer):
@@ -140,3 +141,9 @@ def verify(source: Store, target: Store, *, sample: int = 20, k: int = 10) -> li
     if isinstance(source, StoreTransfer) and isinstance(target, StoreTransfer):
         checks.append(Check("sampled histories equal", want, f"{hist_ok}/{n}", hist_ok == n))
     return checks
+
+
+def _text_engine(store: object) -> object:
+    """What scores a store's text searches: its own index query where the text index is the SQL stores' shared one."""
+    kind = type(store)
+    return getattr(kind, "_text_search_sql", getattr(kind, "text_search", None))

@@ -65,7 +65,10 @@ class Graph:
             return self.store.split_entity(scope.key, name, new, list(memory_ids))
 
     def routines(self, scope: Scope, *, min_occurrences: int) -> list[MemoryItem]:
-        """Detect and store this user's routines; returns the user's current routines."""
+        """Detect recurring actions in this user's turns and store each as a memory of kind ``routine`` (its
+        sources the supporting turns, its confidence from how many days and how regular); a routine already
+        stored is updated when its evidence changed. Returns the user's current routines.
+        """
         check_int(min_occurrences, what="min_occurrences", low=2, high=1_000_000)
         with self.core.lock:
             found = store_routines(

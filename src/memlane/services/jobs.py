@@ -85,7 +85,10 @@ class Jobs:
         return "embedded", None
 
     def run_job(self, job_id: str, *, policy: RetryPolicy | None = None) -> JobRun:
-        """Run one queued or abandoned job by id (see ``Memory.run_job``)."""
+        """Run one queued or abandoned job by id (see ``Memory.run_job``): only if the job table says it is queued or
+        abandoned, so a redelivered message never does the work twice; a failure is queued again with backoff, or
+        dead-lettered after ``policy.max_attempts`` (default from the config).
+        """
         job_id = check_id(job_id, what="job_id", max_chars=self.core.limits.id_chars)
         config = self.core.config
         return run_job(self.store, self.core.leases, self.handler, job_id, policy or RetryPolicy.from_config(config))

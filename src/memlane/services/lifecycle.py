@@ -183,12 +183,22 @@ class Lifecycle:
         return removed
 
     def wait_for_index(self, timeout: float | None) -> bool:
-        """Block until background index work is done, at most ``timeout`` seconds; whether it is."""
+        """Block until background index work is done, at most ``timeout`` seconds; whether it is.
+
+        A scope that grows past ``IndexSettings.exact_below`` vectors (50,000) gets its HNSW graph built on a
+        background thread while exact search keeps answering, and a scope of 20,000 memories or more gets its
+        in-memory read model (BM25 postings and candidate facts) built on one at its first search while the
+        tables answer; call this after a bulk import or at start-up to have both ready before serving. Never
+        needed for correct results.
+        """
         if timeout is not None:
             timeout = check_float(timeout, what="timeout", low=0.0, high=float(7 * 24 * 3600))
         return self.store.wait_for_index(timeout)
 
     def compact(self) -> Compaction:
-        """Rewrite the store's files from their live content (see ``Memory.compact``)."""
+        """Rewrite the store's files from their live content, so that no byte of a deleted memory stays in them
+        (SQLite: ``VACUUM``; PostgreSQL: ``VACUUM FULL`` of memlane's tables, which locks each table while it is
+        rewritten). What a delete leaves is already unreachable to every read; this removes it from the disk too.
+        """
         self.core.write_access()  # the searches' counts first: the rewrite then holds them
         return self.store.compact()

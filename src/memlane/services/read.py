@@ -101,7 +101,9 @@ class Reads:
 
     @timed("context")  # telemetry
     def context(self, scope: Scope, query: str, *, token_budget: int, top_k: int, include_flagged: bool) -> Context:
-        """The memories that answer ``query`` fenced for a prompt within ``token_budget`` (see ``Memory.context``)."""
+        """The memories that answer ``query`` fenced for a prompt within ``token_budget`` (see ``Memory.context``):
+        current facts first, then supporting turns, each with its date and speaker.
+        """
         check_int(token_budget, what="token_budget", low=1, high=1_000_000)
         check_bool(include_flagged, what="include_flagged")
         hits = self.search(scope, query, top_k=top_k, filters=None, preset_name=None)
@@ -149,7 +151,11 @@ class Reads:
         test_share: float,
         save: bool,
     ) -> FitResult:
-        """Learn fusion weights from labelled queries or feedback, saved as preset ``name`` (see ``Memory.tune``)."""
+        """Learn fusion weights from labelled queries or feedback, saved as preset ``name`` (see ``Memory.tune``).
+
+        Queries are split into fitting and held-out sides by group (a conversation, or the query itself), and the
+        result reports recall@k before and after on both; only the held-out gain says whether the weights help.
+        """
         name = check_id(name, what="name", max_chars=64)
         start = self.preset(base, what="base")
         check_int(k, what="k", low=1, high=self.core.limits.top_k)

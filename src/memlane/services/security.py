@@ -49,7 +49,10 @@ class Security:
         ]
 
     def flagged(self, *, user_id: str | None, tenant: str | None, limit: int, offset: int) -> list[FlaggedMemory]:
-        """Memories flagged as likely prompt injections, of one user or (default tenant only) of all."""
+        """Memories flagged as likely prompt injections, of one user or (default tenant only) of all, their text kept;
+        most recently flagged first. These are left out of assembled context. Without ``user_id`` it lists the whole
+        store, so it is refused for a tenant other than the default.
+        """
         key = None
         if user_id is None:
             if check_tenant(tenant) != DEFAULT_TENANT:

@@ -49,7 +49,10 @@ class Transfer:
         self.enricher = enricher
 
     def export(self, dest: str | Path | IO[str], *, user_id: str | None, tenant: str | None) -> int:
-        """Write memories (one user's, or all of the tenant's) as JSONL (see ``Memory.export``)."""
+        """Write memories (one user's, or all of the tenant's) as JSONL (see ``Memory.export``). Every line is checked
+        with the rules ``import_`` applies, so an export never holds what its import would reject; user ids are
+        written without their tenant.
+        """
         self.core.write_access()  # the searches' counts first, so that what this reads or writes includes them
         user_id = optional_id(user_id, max_chars=self.core.limits.id_chars, what="user_id")
         tenant = check_tenant(tenant)
@@ -70,7 +73,12 @@ class Transfer:
         on_progress: Callable[[int], None] | None,
         tenant: str | None,
     ) -> int:
-        """Load a JSONL export, all or nothing; returns how many memories were added (see ``Memory.import_``)."""
+        """Load a JSONL export, all or nothing; returns how many memories were added (see ``Memory.import_``).
+
+        A caller bound to a tenant (``tenant`` given, as the REST server always does) gets ids derived from the
+        user and the file's id (``memlane.security.import_ids``), so the answer is the same whether the id exists
+        elsewhere or not.
+        """
         self.core.write_access()  # the searches' counts first, so that what this reads or writes includes them
         check_bool(keep_user_ids, what="keep_user_ids")
         derive = tenant is not None  # a tenant-bound caller: ids derived, no answer says an id exists elsewhere
@@ -167,7 +175,9 @@ class Transfer:
                 )
 
     def users(self, *, tenant: str | None, limit: int, offset: int) -> list[UserSummary]:
-        """The users of a tenant with their memory counts (see ``Memory.users``)."""
+        """The users of a tenant with their memory counts (see ``Memory.users``): what the inspector's user list
+        shows. A backend that cannot list its users returns none.
+        """
         tenant = check_tenant(tenant)
         limit, offset = self.core.page(limit, offset)
         store = self.core.store
@@ -196,7 +206,13 @@ class Transfer:
         )
 
     def reindex(self, *, batch_size: int, on_progress: Callable[[int], None] | None) -> int:
-        """Re-embed every memory with the configured embedder (see ``Memory.reindex``); how many it embedded."""
+        """Re-embed every memory with the configured embedder and record it as the store's model.
+
+        New vectors are written beside the live ones, which searches keep using; the switch to the new vectors
+        and model happens in the same transaction as the last batch. A reindex that is interrupted leaves the
+        old, consistent state, and run again with the same embedder it resumes where it stopped. Returns how
+        many memories this call embedded.
+        """
         self.core.write_access()  # the searches' counts first, so that what this reads or writes includes them
         batch_size = check_int(batch_size, what="batch_size", low=1, high=self.core.limits.batch)
         on_progress = check_callback(on_progress, what="on_progress")

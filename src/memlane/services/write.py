@@ -60,7 +60,10 @@ class Writes:
         infer: bool | None,
         async_mode: bool,
     ) -> AddResult:
-        """Store each message losslessly, then extract typed memories (see ``Memory.add``)."""
+        """Store each message losslessly, then extract typed memories (see ``Memory.add``). A message already stored
+        (same scope, normalised text, given timestamp and occurrence in the call) is not stored again: it is
+        returned as stored and listed in ``duplicates``.
+        """
         limits = self.core.limits
         user_id = scope.key
         session_id = optional_id(session_id, max_chars=limits.id_chars, what="session_id")

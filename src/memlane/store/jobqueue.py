@@ -1,5 +1,5 @@
 """The job queue capability, once for every backend: each method is one transaction (or one read) over the job
-table's SQL, which each backend writes in its own dialect (``sqlite/jobs.py``, ``postgres/jobs.py``).
+table's SQL (``memlane.store.sql.jobs``), which each backend runs in its own dialect.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import Any, Generic, Protocol, TypeVar
 from memlane.errors import NotFoundError
 from memlane.models import Job, JobState, utcnow
 from memlane.store.outcome import JobClaim, JobOutcome
-from memlane.store.sqlite.rows import to_micros
+from memlane.store.sql.rows import to_micros
 
 
 class JobTableSQL(Protocol):
-    """The job table's statements in one backend's dialect (a module such as ``memlane.store.sqlite.jobs``)."""
+    """The job table's statements in one backend's dialect (``memlane.store.sql.jobs.JobTable``)."""
 
     def enqueue(self, c: Any, job: Job, claim: JobClaim | None = None) -> None: ...
     def claim(self, c: Any, at: int, claim: JobClaim, is_dead: Callable[[str], bool]) -> Job | None: ...

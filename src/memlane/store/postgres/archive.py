@@ -14,7 +14,7 @@ from memlane.store.postgres.history import log_event
 from memlane.store.postgres.rows import SELECTED, as_array, run
 from memlane.store.postgres.text import refresh_next_context, turn_of
 from memlane.store.postgres.writes import insert_row, remove_row
-from memlane.store.sqlite.rows import from_micros, row_to_item, to_micros
+from memlane.store.sql.rows import from_micros, row_to_item, to_micros
 
 _N: Final = len(SELECTED.split(","))
 

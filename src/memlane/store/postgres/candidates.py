@@ -10,9 +10,9 @@ from types import MappingProxyType
 from memlane.models import Filters
 from memlane.store.postgres.db import Database
 from memlane.store.postgres.hot_feed import HotScopes
-from memlane.store.postgres.rows import filter_sql
+from memlane.store.postgres.rows import FILTERS, filter_sql
 from memlane.store.records import CandidateFacts, Position
-from memlane.store.sqlite.rows import from_micros, is_empty, only_current
+from memlane.store.sql.rows import from_micros
 
 _NONE: Mapping[str, bool] = MappingProxyType({})
 
@@ -71,9 +71,9 @@ class PostgresCandidateIndex:
         return {str(nid): Position(session, int(position)) for nid, session, position in rows}
 
     def matching(self, user_id: str, memory_ids: Sequence[str], filters: Filters) -> set[str]:
-        if is_empty(filters) or not memory_ids:
+        if FILTERS.is_empty(filters) or not memory_ids:
             return set(memory_ids)
-        if only_current(filters):
+        if FILTERS.only_current(filters):
             with self._hot.using(user_id) as model:
                 if model is not None:
                     return model.current(memory_ids)

@@ -14,7 +14,7 @@ from memlane.models import MemoryItem, MemoryKind
 from memlane.store.passages import PassageMatrix, PassageVectors
 from memlane.store.postgres.db import COMMITS, Database
 from memlane.store.postgres.rows import SELECT_ITEM, run
-from memlane.store.sqlite.rows import row_to_item
+from memlane.store.sql.rows import row_to_item
 
 _INSERT = (
     b"INSERT INTO passages (pk, user_id, ordinal, start, stop, vec) "

@@ -5,13 +5,12 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Sequence
-from typing import Any
 
 from memlane.models import FlaggedMemory, InjectionFlag
 from memlane.store.postgres.db import Database
 from memlane.store.postgres.rows import SELECTED
 from memlane.store.records import SealedOriginal
-from memlane.store.sqlite.rows import from_micros, row_to_item, to_micros
+from memlane.store.sql.rows import flag_from_row, from_micros, row_to_item, to_micros
 
 
 class PostgresSecurity:
@@ -97,14 +96,3 @@ class PostgresSecurity:
     def count_originals(self, user_id: str | None = None) -> int:
         scope, params = ("WHERE user_id = %s", (user_id,)) if user_id is not None else ("", ())
         return int(self._db.read(f"SELECT count(*) FROM pii_originals {scope}", params, scope=user_id)[0][0])
-
-
-def flag_from_row(row: Sequence[Any]) -> InjectionFlag:
-    """An injection flag from its ``memory_flags`` columns: memory_id, score, reasons, detector, flagged_at."""
-    return InjectionFlag(
-        memory_id=str(row[0]),
-        score=float(row[1]),
-        reasons=list(json.loads(str(row[2]))),
-        detector=str(row[3]),
-        flagged_at=from_micros(int(row[4])),
-    )

@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import psycopg
 
 from memlane.models import Filters, MemoryItem, MemoryKind
 from memlane.store.postgres.db import Database
 from memlane.store.postgres.hot_feed import HotScopes
-from memlane.store.postgres.rows import filter_sql, run
-from memlane.store.sqlite.rows import is_empty, only_current
+from memlane.store.postgres.rows import FILTERS, filter_sql, run
+from memlane.store.sql.filters import FilterSQL
+from memlane.store.sql.text import SQLTextIndex
 
 # FTS5's bm25() constants, and the weight of the previous turn's words (as CONTEXT_WEIGHT in the SQLite store).
 K1: Final = 1.2
@@ -119,7 +120,7 @@ def refresh_next_context(c: psycopg.Connection[Any], turn: tuple[str, str | None
     )
 
 
-class PostgresTextIndex:
+class PostgresTextIndex(SQLTextIndex[HotScopes]):
     """BM25 over one user's memories: from the user's read model (``hot_feed``) when the filters are none or
     "current only" (its words analysed as FTS5's porter unicode61, as in the SQLite store), else in SQL over the
     ``tsvector``, confined to the user by the index key and every query's condition.
@@ -127,17 +128,11 @@ class PostgresTextIndex:
 
     _db: Database
     _hot: HotScopes
+    _filters: ClassVar[FilterSQL] = FILTERS
 
-    def text_search(
+    def _text_search_sql(
         self, user_id: str, terms: Sequence[str], limit: int | None, filters: Filters
     ) -> builtins.list[tuple[str, float]]:
-        if not terms or (limit is not None and limit <= 0):
-            return []
-        if is_empty(filters) or only_current(filters):
-            with self._hot.using(user_id) as model:
-                if model is not None:
-                    cap = len(model) if limit is None else int(limit)
-                    return model.text_search(terms, cap, current_only=not is_empty(filters))
         where, wparams = filter_sql(filters)
         params = _params(user_id, terms, wparams)
         tail = "ORDER BY s DESC, m.pk"
@@ -147,16 +142,9 @@ class PostgresTextIndex:
         sql = _BM25.replace("{where}", _named(where, len(wparams))).replace("{tail}", tail)
         return [(str(i), float(s)) for i, s in self._db.read(sql, params, scope=user_id)]
 
-    def text_scores(
+    def _text_scores_sql(
         self, user_id: str, terms: Sequence[str], memory_ids: Sequence[str], filters: Filters
     ) -> dict[str, float]:
-        if not terms or not memory_ids:
-            return {}
-        if is_empty(filters) or only_current(filters):
-            with self._hot.using(user_id) as model:
-                if model is not None:
-                    ids = model.current(memory_ids) if only_current(filters) else memory_ids
-                    return model.text_scores(terms, [m for m in memory_ids if m in ids])
         where, wparams = filter_sql(filters)
         params = _params(user_id, terms, wparams)
         params["ids"] = list(dict.fromkeys(memory_ids))

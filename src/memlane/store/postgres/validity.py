@@ -11,7 +11,7 @@ from memlane.models import MemoryItem, MemoryKind
 from memlane.store.postgres.db import Database
 from memlane.store.postgres.rows import run
 from memlane.store.records import Contradiction
-from memlane.store.sqlite.rows import from_micros, to_micros
+from memlane.store.sql.rows import from_micros, to_micros
 
 
 def mark_contradicted(c: psycopg.Connection[Any], item: MemoryItem) -> int:

@@ -21,7 +21,7 @@ from memlane.models import Filters, MemoryItem
 from memlane.store.postgres.db import Database
 from memlane.store.postgres.hot_feed import HotScopes
 from memlane.store.postgres.rows import SELECTED, as_array, filter_sql, run
-from memlane.store.sqlite.rows import row_to_item
+from memlane.store.sql.rows import row_to_item
 
 TARGET_KEY: Final = "reindex_target"
 

@@ -13,26 +13,25 @@ from typing import Any, Final
 import numpy as np
 import psycopg
 
-import memlane.store.postgres.jobs as jobs_sql
 from memlane.embedding.base import Vectors
-from memlane.errors import NotFoundError, StoreError
-from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, Job, MemoryItem, MemoryKind, utcnow
+from memlane.errors import NotFoundError
+from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, MemoryItem, MemoryKind, utcnow
 from memlane.records.entities import AliasRow, canonical
 from memlane.records.graph import RelationClaim
 from memlane.store.alias_tables import AliasTables
-from memlane.store.outcome import JobClaim, JobOutcome
-from memlane.store.passages import PassageVectors
 from memlane.store.postgres.db import Database
 from memlane.store.postgres.entities import replace_taught, write_aliases, write_entities, write_taught
 from memlane.store.postgres.graph import write_relations
 from memlane.store.postgres.history import erase_text, log_event
 from memlane.store.postgres.hot_feed import HotScopes
 from memlane.store.postgres.passages import write_passage_rows
+from memlane.store.postgres.queue import JOBS
 from memlane.store.postgres.rows import run
 from memlane.store.postgres.text import previous_turn, refresh_next_context, turn_of
 from memlane.store.postgres.validity import forget_links, mark_contradicted
 from memlane.store.records import AccessUse, embed_hash
-from memlane.store.sqlite.rows import COLUMNS, MUTABLE, item_params, to_micros
+from memlane.store.sql.rows import COLUMNS, MUTABLE, item_params, to_micros
+from memlane.store.sql.writes import SQLWrites, WriteSet
 
 _NAMES: Final = tuple(c.strip() for c in COLUMNS.split(","))
 _MARKS: Final = ", ".join("%s::jsonb" if c == "metadata" else "%s" for c in _NAMES)
@@ -152,77 +151,27 @@ def _next_position(
     return cache[key]
 
 
-class PostgresWrites:
+class PostgresWrites(SQLWrites):
     """Inserts, updates, deletes and access counts."""
 
     _db: Database
     _hot: HotScopes
     _aliases: AliasTables
 
-    def insert(
-        self,
-        items: Sequence[MemoryItem],
-        index_texts: Sequence[str],
-        vectors: Vectors,
-        event: HistoryEvent = HistoryEvent.ADD,
-        aliases: Mapping[str, Sequence[AliasRow]] | None = None,
-        *,
-        jobs: Sequence[Job] = (),
-        changes: Mapping[str, Mapping[str, Any]] | None = None,
-        claim: JobClaim | None = None,
-        relations: Mapping[str, Sequence[RelationClaim]] | None = None,
-        taught: Mapping[str, Sequence[str]] | None = None,
-        passages: Mapping[str, PassageVectors] | None = None,
-    ) -> None:
-        self.write(
-            items,
-            index_texts,
-            vectors,
-            event=event,
-            aliases=aliases,
-            jobs=jobs,
-            changes=changes,
-            claim=claim,
-            relations=relations,
-            taught=taught,
-            passages=passages,
-        )
-
-    def write(
-        self,
-        items: Sequence[MemoryItem],
-        index_texts: Sequence[str],
-        vectors: Vectors,
-        *,
-        event: HistoryEvent = HistoryEvent.ADD,
-        aliases: Mapping[str, Sequence[AliasRow]] | None = None,
-        jobs: Sequence[Job] = (),
-        changes: Mapping[str, Mapping[str, Any]] | None = None,
-        updates: Sequence[tuple[MemoryItem, HistoryEntry]] = (),
-        finish: JobOutcome | None = None,
-        claim: JobClaim | None = None,
-        relations: Mapping[str, Sequence[RelationClaim]] | None = None,
-        taught: Mapping[str, Sequence[str]] | None = None,
-        passages: Mapping[str, PassageVectors] | None = None,
-    ) -> None:
-        """New items (with their index entries and documents' passages), changed items (no re-index), jobs enqueued
-        (a running one under ``claim``) and a job finished: all in one transaction, or nothing when the finished job
-        is fenced.
-        """
-        if not (len(items) == len(index_texts) == len(vectors)):
-            raise StoreError("insert needs one index text and one vector per item")
-        if not items and not updates and not jobs and finish is None and not any((relations or {}).values()):
-            return
+    def _write(self, w: WriteSet) -> None:
+        items, index_texts, vectors, event, changes = w.items, w.index_texts, w.vectors, w.event, w.changes
+        aliases, jobs, updates, finish, claim = w.aliases, w.jobs, w.updates, w.finish, w.claim
+        relations, taught, passages = w.relations, w.taught, w.passages
         vecs = np.ascontiguousarray(vectors, dtype=np.float32)
         with self._db.atomic() as c, c.pipeline():
             if finish is not None:  # first: a fenced job writes nothing
-                jobs_sql.finish(c, finish, to_micros(utcnow()))
+                JOBS.finish(c, finish, to_micros(utcnow()))
             next_position: dict[tuple[str, str | None], int] = {}
             for item, body, vec in zip(items, index_texts, vecs, strict=True):
                 if item.position is None and item.kind == MemoryKind.MESSAGE:
                     item.position = _next_position(c, next_position, item.user_id, item.session_id)
                 insert_item(c, item, body, vec)
-                extra = dict((changes or {}).get(item.id, {}))
+                extra = dict(changes.get(item.id, {}))
                 log_event(c, item.user_id, item.id, event, item.created_at, None, item.text, extra)
                 if item.superseded_by:  # an older claim learnt late: born superseded, so are its messages
                     mark_contradicted(c, item)
@@ -235,14 +184,14 @@ class PostgresWrites:
                 )
                 if entry.event is HistoryEvent.SUPERSEDE:
                     mark_contradicted(c, item)
-            for user_id, rows in (aliases or {}).items():
+            for user_id, rows in aliases.items():
                 write_aliases(c, user_id, rows)
             if taught:
                 write_taught(c, [(it.user_id, it.id, a) for it in items for a in taught.get(it.id, ())])
-            for user_id, claims in (relations or {}).items():
+            for user_id, claims in relations.items():
                 write_relations(c, user_id, claims)
             for job in jobs:
-                jobs_sql.enqueue(c, job, claim)
+                JOBS.enqueue(c, job, claim)
 
     def replace(
         self,

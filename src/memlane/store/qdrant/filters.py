@@ -1,6 +1,6 @@
 """A memory's filter fields as a Qdrant payload, and ``Filters`` as the Qdrant filter that selects the same memories.
 
-The translation mirrors ``store/sqlite/rows.py``'s ``filter_sql`` condition by condition (times as integer
+The translation mirrors ``store/sql/filters.py``'s ``filter_sql`` condition by condition (times as integer
 microseconds, validity as in ``validity_sql``), so that filtering happens inside Qdrant and selects what SQLite would.
 """
 
@@ -15,7 +15,7 @@ from qdrant_client import models as qm
 
 from memlane.errors import ValidationError
 from memlane.models import Filters
-from memlane.store.sqlite.rows import to_micros
+from memlane.store.sql.rows import to_micros
 
 #: The payload fields the filters read, in the order of the SQL row that feeds them (``payload_of``).
 PAYLOAD_SQL = (

@@ -151,8 +151,9 @@ class Database:
             c.execute("COMMIT")
 
     @contextlib.contextmanager
-    def atomic(self) -> Iterator[sqlite3.Connection]:
-        """A transaction (a savepoint when nested): all of it commits, or none of it.
+    def atomic(self, scope: str | None = None) -> Iterator[sqlite3.Connection]:
+        """A transaction (a savepoint when nested): all of it commits, or none of it. ``scope`` (the user it
+        writes) confines nothing in one SQLite file.
 
         Driver errors leave as ``StoreError``s (translated once, here); memlane's own errors pass unchanged.
         """
@@ -251,8 +252,8 @@ class Database:
             except sqlite3.Error as exc:
                 raise translate(exc, self.path) from exc
 
-    def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """All rows of one query."""
+    def read(self, sql: str, params: Sequence[Any] = (), *, scope: str | None = None) -> list[Any]:
+        """All rows of one query (``scope``, the user it reads, confines nothing in one SQLite file)."""
         with self.reading() as c:
             return c.execute(sql, params).fetchall()
 

@@ -1,221 +1,41 @@
-"""Conversion between memory records and SQLite rows, and filters rendered as SQL."""
+"""Filters rendered as SQLite SQL (``memlane.store.sql.filters`` in SQLite's dialect) and the row conversion both
+SQL stores share (``memlane.store.sql.rows``), under the names this backend's modules import.
+"""
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime, timedelta
-from json.encoder import encode_basestring  # what the encoder writes for a string when ensure_ascii is off
-from typing import Any, Final
+from typing import Final
 
-from memlane.errors import ValidationError
-from memlane.models import Filters, MemoryItem, MemoryKind, SourceRef
-
-COLUMNS: Final = (
-    "id, user_id, agent_id, session_id, kind, role, speaker, text, ts, created_at, updated_at, event_time, "
-    "importance, confidence, access_count, last_accessed, content_hash, sources, metadata, position, event_end, "
-    "category, intent, entities, valid_from, valid_until, superseded_by"
+from memlane.store.sql.dialect import SQLITE
+from memlane.store.sql.filters import FilterSQL
+from memlane.store.sql.rows import (
+    COLUMNS,
+    MUTABLE,
+    SELECT_ITEM,
+    from_micros,
+    item_params,
+    row_to_item,
+    to_micros,
 )
-# The columns a ``replace`` may change (all but id, user_id and the embed hash), in ``COLUMNS`` order.
-MUTABLE: Final = tuple(c.strip() for c in COLUMNS.split(","))[2:]
-SELECT_ITEM: Final = f"SELECT {COLUMNS} FROM memories m"
 
+__all__ = [
+    "COLUMNS",
+    "MUTABLE",
+    "SELECT_ITEM",
+    "content_sql",
+    "filter_sql",
+    "from_micros",
+    "is_empty",
+    "item_params",
+    "only_current",
+    "row_to_item",
+    "to_micros",
+    "validity_sql",
+]
 
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-# ``json.dumps(value, ensure_ascii=False)``, without building an encoder per call (as dumps does for any option);
-# an empty list or mapping is written as its literal without calling it.
-_JSON: Final = json.JSONEncoder(ensure_ascii=False).encode
-
-
-def _json_names(names: list[str]) -> str:
-    """``_JSON(names)`` for a list of strings: each string as the encoder writes it, without its per-call set-up
-    (a quarter of the time); anything else goes through the encoder.
-    """
-    if not names:
-        return "[]"
-    try:
-        return "[" + ", ".join(map(encode_basestring, names)) + "]"
-    except TypeError:  # not all strings
-        return _JSON(names)
-
-
-def to_micros(value: datetime) -> int:
-    """An aware datetime as integer microseconds since the epoch (exact round trip)."""
-    delta = value.astimezone(UTC) - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def from_micros(value: int) -> datetime:
-    """Inverse of :func:`to_micros`."""
-    return _EPOCH + timedelta(microseconds=value)
-
-
-def _opt_micros(value: datetime | None) -> int | None:
-    return None if value is None else to_micros(value)
-
-
-def _opt_time(value: int | None) -> datetime | None:
-    return None if value is None else from_micros(value)
-
-
-def item_params(item: MemoryItem, embed_hash: str) -> tuple[Any, ...]:
-    """The row values of an item, in ``COLUMNS`` order followed by ``embed_hash``."""
-    return (
-        item.id,
-        item.user_id,
-        item.agent_id,
-        item.session_id,
-        item.kind.value,
-        item.role,
-        item.speaker,
-        item.text,
-        to_micros(item.timestamp),
-        to_micros(item.created_at),
-        to_micros(item.updated_at),
-        _opt_micros(item.event_time),
-        item.importance,
-        item.confidence,
-        item.access_count,
-        _opt_micros(item.last_accessed),
-        item.content_hash,
-        _JSON([s.model_dump(mode="json") for s in item.sources]) if item.sources else "[]",
-        _JSON(item.metadata) if item.metadata else "{}",
-        item.position,
-        _opt_micros(item.event_end),
-        item.category,
-        item.intent,
-        _json_names(item.entities),
-        _opt_micros(item.valid_from),
-        _opt_micros(item.valid_until),
-        item.superseded_by,
-        embed_hash,
-    )
-
-
-def _loads(text: str) -> Any:
-    """``json.loads``, with the empty list and object (most rows' sources, metadata and entities) read directly."""
-    if text == "[]":
-        return []
-    if text == "{}":
-        return {}
-    return json.loads(text)
-
-
-def row_to_item(row: tuple[Any, ...]) -> MemoryItem:
-    """Build a ``MemoryItem`` from a row selected with ``SELECT_ITEM``."""
-    sources = [SourceRef.model_validate(s) for s in _loads(row[17])]
-    return MemoryItem.model_construct(
-        id=row[0],
-        user_id=row[1],
-        agent_id=row[2],
-        session_id=row[3],
-        kind=MemoryKind(row[4]),
-        role=row[5],
-        speaker=row[6],
-        text=row[7],
-        timestamp=from_micros(row[8]),
-        created_at=from_micros(row[9]),
-        updated_at=from_micros(row[10]),
-        event_time=_opt_time(row[11]),
-        importance=row[12],
-        confidence=row[13],
-        access_count=row[14],
-        last_accessed=_opt_time(row[15]),
-        content_hash=row[16],
-        sources=sources,
-        metadata=_loads(row[18]),
-        position=row[19],
-        event_end=_opt_time(row[20]),
-        category=row[21],
-        intent=row[22],
-        entities=_loads(row[23]),
-        valid_from=_opt_time(row[24]),
-        valid_until=_opt_time(row[25]),
-        superseded_by=row[26],
-    )
-
-
-def _in_clause(column: str, value: str | list[str]) -> tuple[str, list[Any]]:
-    values = [value] if isinstance(value, str) else list(value)
-    if not values:
-        return "0", []
-    return f"{column} IN ({', '.join('?' * len(values))})", [str(v) for v in values]
-
-
-def _json_path(key: str) -> str:
-    if not key:
-        raise ValidationError("metadata filter keys must be non-empty")
-    return '$."' + key.replace('"', '""') + '"'
-
-
-def validity_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
-    """The validity part of the filters: current memories only (the default), those valid ``as_of`` a time, or all.
-
-    Raw messages have no validity window and always pass.
-    """
-    if filters.as_of is not None:
-        at = to_micros(filters.as_of)
-        return (
-            f"({alias}.valid_from IS NULL OR {alias}.valid_from <= ?) AND "
-            f"({alias}.valid_until IS NULL OR {alias}.valid_until > ?)"
-        ), [at, at]
-    if filters.include_superseded:
-        return "1", []
-    return f"{alias}.valid_until IS NULL", []
-
-
-def only_current(filters: Filters) -> bool:
-    """True when the filters ask for nothing but current memories (the default): a cheap exclusion suffices."""
-    return filters.as_of is None and not filters.include_superseded and content_sql(filters)[0] == "1"
-
-
-def filter_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
-    """Render filters, validity included, as a SQL condition (``"1"`` when they select everything)."""
-    where, params = content_sql(filters, alias)
-    valid, vparams = validity_sql(filters, alias)
-    if valid == "1":
-        return where, params
-    if where == "1":
-        return valid, vparams
-    return f"{where} AND {valid}", [*params, *vparams]
-
-
-def content_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
-    """Render the filters other than validity as a SQL condition (``"1"`` when empty) with its parameters."""
-    parts: list[str] = []
-    params: list[Any] = []
-    for field, column in (
-        ("session_id", "session_id"),
-        ("agent_id", "agent_id"),
-        ("kind", "kind"),
-        ("role", "role"),
-        ("speaker", "speaker"),
-    ):
-        value = getattr(filters, field)
-        if value is None:
-            continue
-        value = [getattr(v, "value", v) for v in value] if isinstance(value, list) else getattr(value, "value", value)
-        clause, values = _in_clause(f"{alias}.{column}", value)
-        parts.append(clause)
-        params.extend(values)
-    if filters.since is not None:
-        parts.append(f"{alias}.ts >= ?")
-        params.append(to_micros(filters.since))
-    if filters.until is not None:
-        parts.append(f"{alias}.ts < ?")
-        params.append(to_micros(filters.until))
-    for key, value in filters.metadata.items():
-        path = _json_path(key)
-        if value is None:
-            parts.append(f"json_extract({alias}.metadata, ?) IS NULL")
-            params.append(path)
-        elif isinstance(value, bool | int | float | str):
-            parts.append(f"json_extract({alias}.metadata, ?) = ?")
-            params.extend([path, int(value) if isinstance(value, bool) else value])
-        else:
-            raise ValidationError(f"metadata filter {key!r} must be a string, number, boolean or null")
-    return (" AND ".join(parts) or "1"), params
-
-
-def is_empty(filters: Filters) -> bool:
-    """True when the filters select everything."""
-    return filter_sql(filters)[0] == "1"
+FILTERS: Final = FilterSQL(SQLITE)
+validity_sql: Final = FILTERS.validity_sql
+content_sql: Final = FILTERS.content_sql
+filter_sql: Final = FILTERS.filter_sql
+only_current: Final = FILTERS.only_current
+is_empty: Final = FILTERS.is_empty

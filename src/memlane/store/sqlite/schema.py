@@ -246,7 +246,7 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         """,
     ),
     (
-        # The knowledge graph (store/sqlite/graph.py): typed relations between entities with their source memories
+        # The knowledge graph (store/sql/graph.py): typed relations between entities with their source memories
         # and validity window. Entity nodes are the entity table's rows, has-element edges ``memory_entities``.
         # Erasure: a relation whose last source memory is gone goes too, and an entity that no memory and no
         # relation involves any more leaves the entity table with its aliases.

@@ -5,11 +5,11 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Final
 
 from memlane.models import FlaggedMemory, InjectionFlag
 from memlane.store.records import SealedOriginal
+from memlane.store.sql.rows import flag_from_row
 from memlane.store.sqlite.db import Database
 from memlane.store.sqlite.rows import COLUMNS, from_micros, row_to_item, to_micros
 
@@ -90,17 +90,3 @@ class SQLiteSecurity:
     def count_originals(self, user_id: str | None = None) -> int:
         scope, params = ("WHERE user_id = ?", (user_id,)) if user_id is not None else ("", ())
         return int(self._db.read(f"SELECT count(*) FROM pii_originals {scope}", params)[0][0])
-
-
-def flag_from_row(row: Sequence[object]) -> InjectionFlag:
-    """An injection flag from its ``memory_flags`` columns: memory_id, score, reasons, detector, flagged_at."""
-    at = row[4]
-    assert isinstance(at, int)
-    when: datetime = from_micros(at)
-    return InjectionFlag(
-        memory_id=str(row[0]),
-        score=float(row[1]),  # type: ignore[arg-type]
-        reasons=list(json.loads(str(row[2]))),
-        detector=str(row[3]),
-        flagged_at=when,
-    )

@@ -6,13 +6,15 @@ import builtins
 import hashlib
 import sqlite3
 from collections.abc import Sequence
-from typing import Final
+from typing import ClassVar, Final
 
 from memlane.models import Filters, MemoryItem, MemoryKind
+from memlane.store.sql.filters import FilterSQL
+from memlane.store.sql.text import SQLTextIndex
 from memlane.store.sqlite.db import Database
 from memlane.store.sqlite.hot_feed import HotScopes
 from memlane.store.sqlite.reads import superseded_count
-from memlane.store.sqlite.rows import filter_sql, is_empty, only_current
+from memlane.store.sqlite.rows import FILTERS, filter_sql, is_empty, only_current
 
 # BM25 weight of the previous turn's words relative to the memory's own (the FTS column ``ctx``).
 CONTEXT_WEIGHT: Final = 0.4
@@ -103,24 +105,18 @@ def drop_entry(c: sqlite3.Connection, pk: int) -> None:
     c.execute("DELETE FROM memories_fts WHERE rowid = ?", (pk,))
 
 
-class SQLiteTextIndex:
+class SQLiteTextIndex(SQLTextIndex[HotScopes]):
     """BM25 over one user's memories: from the user's read model (``hot_feed``) when the filters are none or
     "current only", else in FTS5, confined to the user by the scope token.
     """
 
     _db: Database
     _hot: HotScopes
+    _filters: ClassVar[FilterSQL] = FILTERS
 
-    def text_search(
+    def _text_search_sql(
         self, user_id: str, terms: Sequence[str], limit: int | None, filters: Filters
     ) -> builtins.list[tuple[str, float]]:
-        if not terms or (limit is not None and limit <= 0):
-            return []
-        if is_empty(filters) or only_current(filters):
-            with self._hot.using(user_id) as model:
-                if model is not None:
-                    cap = len(model) if limit is None else int(limit)
-                    return model.text_search(terms, cap, current_only=not is_empty(filters))
         match = fts_match(user_id, terms)
         cap = -1 if limit is None else int(limit)  # LIMIT -1: no limit
         if is_empty(filters) or only_current(filters):
@@ -145,16 +141,9 @@ class SQLiteTextIndex:
             )
         return [(str(i), float(s)) for i, s in rows]
 
-    def text_scores(
+    def _text_scores_sql(
         self, user_id: str, terms: Sequence[str], memory_ids: Sequence[str], filters: Filters
     ) -> dict[str, float]:
-        if not terms or not memory_ids:
-            return {}
-        if is_empty(filters) or only_current(filters):
-            with self._hot.using(user_id) as model:
-                if model is not None:
-                    ids = model.current(memory_ids) if only_current(filters) else memory_ids
-                    return model.text_scores(terms, [m for m in memory_ids if m in ids])
         where, params = filter_sql(filters)
         # ``+rowid`` keeps the id list away from FTS5 (which would re-run the query once per id): the index is
         # walked once and BM25 is computed for the listed rows only.

@@ -11,16 +11,14 @@ from typing import Any, Final
 
 import numpy as np
 
-import memlane.store.sqlite.jobs as jobs_sql
 from memlane.embedding.base import Vectors
-from memlane.errors import NotFoundError, StoreError
-from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, Job, MemoryItem, utcnow
+from memlane.errors import NotFoundError
+from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, MemoryItem, utcnow
 from memlane.records.entities import AliasRow
 from memlane.records.graph import RelationClaim
 from memlane.store.alias_tables import AliasTables
-from memlane.store.outcome import JobClaim, JobOutcome
-from memlane.store.passages import PassageVectors
 from memlane.store.records import AccessUse, embed_hash
+from memlane.store.sql.writes import SQLWrites, WriteSet
 from memlane.store.sqlite.ann_feed import AnnIndexes
 from memlane.store.sqlite.db import Database, marks
 from memlane.store.sqlite.entities import replace_taught, write_aliases, write_entities, write_taught
@@ -29,6 +27,7 @@ from memlane.store.sqlite.history import erase_text, log_event
 from memlane.store.sqlite.hot_feed import HotScopes
 from memlane.store.sqlite.inserts import insert_row, insert_rows, number_turns
 from memlane.store.sqlite.passages import write_new_passages
+from memlane.store.sqlite.queue import JOBS
 from memlane.store.sqlite.rows import MUTABLE, item_params, to_micros
 from memlane.store.sqlite.text import drop_entry, index_entry, purge_deleted_terms, refresh_next_context, turn_of
 from memlane.store.sqlite.validity import forget_links, mark_contradicted
@@ -94,7 +93,7 @@ def drop_derived(
     return removed
 
 
-class SQLiteWrites:
+class SQLiteWrites(SQLWrites):
     """Inserts, updates, deletes and access counts; the vector cache follows each committed write."""
 
     _db: Database
@@ -103,60 +102,10 @@ class SQLiteWrites:
     _aliases: AliasTables
     _fts_secure_delete: bool
 
-    def insert(
-        self,
-        items: Sequence[MemoryItem],
-        index_texts: Sequence[str],
-        vectors: Vectors,
-        event: HistoryEvent = HistoryEvent.ADD,
-        aliases: Mapping[str, Sequence[AliasRow]] | None = None,
-        *,
-        jobs: Sequence[Job] = (),
-        changes: Mapping[str, Mapping[str, Any]] | None = None,
-        claim: JobClaim | None = None,
-        relations: Mapping[str, Sequence[RelationClaim]] | None = None,
-        taught: Mapping[str, Sequence[str]] | None = None,
-        passages: Mapping[str, PassageVectors] | None = None,
-    ) -> None:
-        self.write(
-            items,
-            index_texts,
-            vectors,
-            event=event,
-            aliases=aliases,
-            jobs=jobs,
-            changes=changes,
-            claim=claim,
-            relations=relations,
-            taught=taught,
-            passages=passages,
-        )
-
-    def write(
-        self,
-        items: Sequence[MemoryItem],
-        index_texts: Sequence[str],
-        vectors: Vectors,
-        *,
-        event: HistoryEvent = HistoryEvent.ADD,
-        aliases: Mapping[str, Sequence[AliasRow]] | None = None,
-        jobs: Sequence[Job] = (),
-        changes: Mapping[str, Mapping[str, Any]] | None = None,
-        updates: Sequence[tuple[MemoryItem, HistoryEntry]] = (),
-        finish: JobOutcome | None = None,
-        claim: JobClaim | None = None,
-        relations: Mapping[str, Sequence[RelationClaim]] | None = None,
-        taught: Mapping[str, Sequence[str]] | None = None,
-        passages: Mapping[str, PassageVectors] | None = None,
-    ) -> None:
-        """New items (with their index entries and documents' passages), changed items (no re-index), jobs enqueued
-        (a running one under ``claim``) and a job finished: all in one transaction, or nothing when the finished job
-        is fenced.
-        """
-        if not (len(items) == len(index_texts) == len(vectors)):
-            raise StoreError("insert needs one index text and one vector per item")
-        if not items and not updates and not jobs and finish is None and not any((relations or {}).values()):
-            return
+    def _write(self, w: WriteSet) -> None:
+        items, index_texts, vectors, event, changes = w.items, w.index_texts, w.vectors, w.event, w.changes
+        aliases, jobs, updates, finish, claim = w.aliases, w.jobs, w.updates, w.finish, w.claim
+        relations, taught, passages = w.relations, w.taught, w.passages
         by_user: dict[str, list[int]] = {}
         for i, item in enumerate(items):
             by_user.setdefault(item.user_id, []).append(i)
@@ -165,19 +114,19 @@ class SQLiteWrites:
         versions: dict[str, tuple[int, int]] = {}
         with self._db.atomic() as c:
             if finish is not None:  # first: a fenced job writes nothing
-                jobs_sql.finish(c, finish, to_micros(utcnow()))
+                JOBS.finish(c, finish, to_micros(utcnow()))
             first_new = number_turns(c, items)
             if any(item.superseded_by for item in items):  # an older claim learnt late: row by row
                 for item, body, vec in zip(items, index_texts, vecs, strict=True):
                     pks.append(insert_row(c, item, body, vec, text_entry=False))
-                    extra = dict((changes or {}).get(item.id, {}))
+                    extra = dict(changes.get(item.id, {}))
                     log_event(c, item.user_id, item.id, event, item.created_at, None, item.text, extra)
                     if item.superseded_by:  # born superseded, so are its messages
                         mark_contradicted(c, item)
                 for pk, item, body in zip(pks, items, index_texts, strict=True):  # together: one FTS5 flush
                     index_entry(c, pk, item, body)
             else:
-                pks = insert_rows(c, items, index_texts, vecs, event, changes or {}, first_new)
+                pks = insert_rows(c, items, index_texts, vecs, event, changes, first_new)
             write_new_passages(c, pks, items, passages)
             for item, entry in updates:
                 update_fields(c, row_key(c, item.user_id, item.id), item)
@@ -186,16 +135,16 @@ class SQLiteWrites:
                 )
                 if entry.event is HistoryEvent.SUPERSEDE:
                     mark_contradicted(c, item)
-            for user_id, rows in (aliases or {}).items():
+            for user_id, rows in aliases.items():
                 write_aliases(c, user_id, rows)
             if taught:
                 write_taught(
                     c, [(pk, it.user_id, a) for pk, it in zip(pks, items, strict=True) for a in taught.get(it.id, ())]
                 )
-            for user_id, claims in (relations or {}).items():
+            for user_id, claims in relations.items():
                 write_relations(c, user_id, claims)
             for job in jobs:
-                jobs_sql.enqueue(c, job, claim)
+                JOBS.enqueue(c, job, claim)
             for user_id in by_user:
                 versions[user_id] = self._db.bump(c, user_id)
         for user_id, idx in by_user.items():
