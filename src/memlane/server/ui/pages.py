@@ -268,20 +268,8 @@ def build_router(svc: Service, sessions: Sessions) -> APIRouter:
     @router.get("/u/{user_id}/jobs/{job_id}")
     async def job(request: Request, user_id: str, job_id: str) -> HTMLResponse:
         who = sessions.principal(request)
-
-        def run(m: Memory) -> tuple[Job, list[MemoryItem]]:
-            found = m.job(job_id, user_id=user_id, tenant=who.tenant)
-            ids = [str(i) for i in found.payload.get("message_ids", [])][:200]
-            msgs = []
-            for i in ids:
-                try:
-                    msgs.append(m.get(i, user_id=user_id, tenant=who.tenant))
-                except MemlaneError:
-                    continue
-            return found, msgs
-
-        found, messages = await call(who, "job", run, user_id)
-        return render(request, "job.html", who, user_id=user_id, job=found, messages=messages)
+        page = await call(who, "job", lambda m: views.job_page(m, user_id, who.tenant, job_id), user_id)
+        return render(request, "job.html", who, user_id=user_id, job=page.job, messages=page.messages, page=page)
 
     return router
 

@@ -11,7 +11,17 @@ from datetime import datetime
 
 from memlane.engine import Memory
 from memlane.errors import NotFoundError
-from memlane.models import Filters, FlaggedMemory, HistoryEntry, Hit, InjectionFlag, MemoryItem, MemoryKind, utcnow
+from memlane.models import (
+    Filters,
+    FlaggedMemory,
+    HistoryEntry,
+    Hit,
+    InjectionFlag,
+    Job,
+    MemoryItem,
+    MemoryKind,
+    utcnow,
+)
 from memlane.retrieval.query import analyse_query
 from memlane.retrieval.shape import query_shape
 
@@ -211,3 +221,29 @@ def memory_page(m: Memory, user_id: str, tenant: str, memory_id: str) -> MemoryP
         except NotFoundError:
             superseding = None
     return MemoryPage(item, history, flag, sources, superseding)
+
+
+@dataclass
+class JobPage:
+    """A job, the turns it read and the typed memories it wrote (``Memory.job_result``), with their flags."""
+
+    job: Job
+    messages: list[MemoryItem]
+    written: list[MemoryItem]
+    flags: dict[str, InjectionFlag]
+
+
+def job_page(m: Memory, user_id: str, tenant: str, job_id: str) -> JobPage:
+    """Everything the job page shows; ``NotFoundError`` when the job is not this user's."""
+    result = m.job_result(job_id, tenant=tenant)
+    job = result.job
+    if job.user_id != user_id:
+        raise NotFoundError(f"no job {job_id!r} for user {user_id!r}")
+    messages = []
+    for i in [str(i) for i in job.payload.get("message_ids", [])][:200]:
+        try:
+            messages.append(m.get(i, user_id=user_id, tenant=tenant))
+        except NotFoundError:
+            continue  # a turn deleted since
+    written = result.memories[:500]
+    return JobPage(job, messages, written, _flags(m, user_id, tenant, written + messages))
