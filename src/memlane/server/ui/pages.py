@@ -19,6 +19,7 @@ from memlane.errors import MemlaneError
 from memlane.graph.neighbourhood import Neighbourhood
 from memlane.models import Job, JobState, MemoryItem, MemoryKind, UserSummary
 from memlane.server.keys import Scope
+from memlane.server.limits import retry_after
 from memlane.server.service import Principal, Service, public_detail, status_of
 from memlane.server.ui import views
 from memlane.server.ui.session import LoginNeeded, PageError, Sessions
@@ -83,13 +84,21 @@ def build_router(svc: Service, sessions: Sessions) -> APIRouter:
 
     @router.post("/login")
     async def login(request: Request, key: Annotated[str, Form(max_length=400)]) -> Response:
-        key = key.strip()
-        try:
-            sessions.principal(request, Scope.READ, key=key)
-        except (LoginNeeded, PageError):
-            return render(request, "login.html", None, status=401, error="That key was not accepted.")
+        address = request.client.host if request.client else "local"
+        wait = sessions.failures.blocked(address)
+        if not wait:
+            try:
+                sessions.principal(request, Scope.READ, key=key.strip())
+            except (LoginNeeded, PageError):
+                wait = sessions.failures.failed(address)
+                if not wait:
+                    return render(request, "login.html", None, status=401, error="That key was not accepted.")
+        if wait:
+            page = render(request, "login.html", None, status=429, error="Too many failed logins; try again later.")
+            page.headers["Retry-After"] = retry_after(wait)
+            return page
         response = RedirectResponse("/ui/users", status_code=303)
-        sessions.login(response, request, key)
+        sessions.login(response, request, key.strip())
         return response
 
     @router.post("/logout")
