@@ -5,6 +5,7 @@ tenant isolation, pagination, and the offline Swagger UI.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import pytest
 
@@ -161,11 +162,37 @@ def test_users_timeline_and_filters_paginate(api):
         seen += re.findall(r"note number (\d+) about", html)
         nxt = re.search(r'<a href="([^"]+)">next →</a>', html)
         url = nxt.group(1).replace("&amp;", "&") if nxt else None
-    assert seen == [str(i) for i in range(120)]
+    assert seen == [str(i) for i in reversed(range(120))]  # newest first: stored in this order, no event time
     html = api.client.get("/ui/u/bo", params={"kind": "fact"}).text
     assert "No memories match" in html
     assert api.client.get("/ui/u/bo", params={"kind": "bogus"}).status_code == 400
     assert api.client.get("/ui/u/bo", params={"validity": "sometimes"}).status_code == 400
+    assert api.client.get("/ui/u/bo", params={"after": "not a cursor"}).status_code == 400
+
+
+def test_timeline_is_by_event_time_and_its_filters_are_exact_across_pages(api):
+    texts = [f"I visited Anna in Denver on {d} March 2021" for d in (3, 1, 2)] + ["I had lunch with Ben"]
+    stored = api.memory.add(texts, user_id="ana", tenant="acme", infer=False).items
+    for i in range(60):
+        api.memory.add([f"note {i} on the work project"], user_id="ana", tenant="acme", infer=False)
+    dated = [m for m in stored if m.event_time is not None]
+    assert len(dated) == 3, "the enricher reads the dates"
+    login(api)
+    html = api.client.get("/ui/u/ana", params={"entity": "Anna"}).text
+    shown = re.findall(r"Anna in Denver on (\d) March", html)
+    assert shown == ["3", "2", "1"]  # by the event time, not by when they were said
+    every = api.memory.list(user_id="ana", tenant="acme", limit=100)
+    [(category, count)] = Counter(m.category for m in every).most_common(1)
+    assert category and count > 50, "two pages of one category"
+    want = [m.id for m in every if m.category == category]
+    seen: list[str] = []
+    url: str | None = f"/ui/u/ana?category={category}"
+    while url:
+        html = api.client.get(url).text
+        seen += re.findall(r'class="open" href="/ui/u/ana/m/([^"]+)"', html)
+        nxt = re.search(r'<a href="([^"]+)">next →</a>', html)
+        url = nxt.group(1).replace("&amp;", "&") if nxt else None
+    assert sorted(seen) == sorted(want) and len(seen) == len(set(seen))
 
 
 def test_entity_filter_and_graph_page(api):

@@ -37,9 +37,13 @@ class PageTime:
     status: int
 
 
+RARE = "Zanele"  # named by one turn in a thousand: an entity filter whose matches are far apart
+
+
 def turn(i: int) -> str:
     """A varied, deterministic turn naming a person, a place and a thing."""
-    who, where, what = NAMES[i % len(NAMES)], PLACES[(i // 3) % len(PLACES)], THINGS[(i // 7) % len(THINGS)]
+    who = RARE if i % 1000 == 500 else NAMES[i % len(NAMES)]
+    where, what = PLACES[(i // 3) % len(PLACES)], THINGS[(i // 7) % len(THINGS)]
     return f"Note {i}: talked with {who} about {what} in {where}; we agreed to follow up next week"
 
 

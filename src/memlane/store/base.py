@@ -46,6 +46,7 @@ from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.records import (
     AccessUse,
 )
+from memlane.store.timeline import TimelineIndex
 
 
 @runtime_checkable
@@ -216,6 +217,7 @@ class Store(
     Archive,
     SecurityLog,
     StoreInfo,
+    TimelineIndex,
     Protocol,
 ):
     """Every capability: what a backend implements and what the ``Memory`` facade holds."""
@@ -238,6 +240,7 @@ __all__ = [
     "StoreTransfer",
     "StructuredIndex",
     "TextIndex",
+    "TimelineIndex",
     "ValidityIndex",
     "VectorIndex",
     "VectorStore",

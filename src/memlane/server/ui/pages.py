@@ -139,17 +139,17 @@ def build_router(svc: Service, sessions: Sessions) -> APIRouter:
         entity: Annotated[str, Query(max_length=200)] = "",
         validity: Annotated[str, Query(pattern="^(current|all)$")] = "current",
         flag: Annotated[str, Query(pattern="^(any|flagged)$")] = "any",
-        offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+        after: Annotated[str, Query(max_length=400)] = "",
     ) -> HTMLResponse:
         who = sessions.principal(request)
         if kind and kind not in {k.value for k in MemoryKind}:
             raise PageError(400, f"unknown kind {kind[:40]!r}")
-        q = views.TimelineQuery(kind, category, entity, validity, flag, offset)
+        q = views.TimelineQuery(kind, category, entity, validity, flag, after)
         page = await call(who, "timeline", lambda m: views.timeline(m, user_id, who.tenant, q), user_id)
-        params = {k: v for k, v in vars(q).items() if v and k != "offset"}
+        params = {k: v for k, v in vars(q).items() if v and k != "after"}
 
-        def link(off: int) -> str:
-            return f"/ui/u/{quote(user_id, safe='')}?" + urlencode({**params, "offset": off})
+        def link(cursor: str) -> str:
+            return f"/ui/u/{quote(user_id, safe='')}?" + urlencode({**params, **({"after": cursor} if cursor else {})})
 
         return render(
             request,
@@ -159,8 +159,8 @@ def build_router(svc: Service, sessions: Sessions) -> APIRouter:
             q=q,
             page=page,
             kinds=[k.value for k in MemoryKind],
-            next_link=None if page.next_offset is None else link(page.next_offset),
-            first_link=link(0) if offset else None,
+            next_link=None if page.next_after is None else link(page.next_after),
+            first_link=link("") if after else None,
             message=request.query_params.get("done", "")[:200],
         )
 

@@ -24,6 +24,7 @@ from memlane.store.postgres.reads import PostgresReads
 from memlane.store.postgres.security import PostgresSecurity
 from memlane.store.postgres.structured import PostgresStructuredIndex
 from memlane.store.postgres.text import PostgresTextIndex
+from memlane.store.postgres.timeline import PostgresTimeline
 from memlane.store.postgres.transfer import PostgresTransfer
 from memlane.store.postgres.validity import PostgresValidity
 from memlane.store.postgres.vectors import PostgresVectorIndex
@@ -60,6 +61,7 @@ class PostgresStore(
     PostgresSecurity,
     PostgresTransfer,
     PostgresPassages,
+    PostgresTimeline,
 ):
     """A store in a PostgreSQL database (with pgvector). Thread-safe (a pool of connections); any number of
     processes may open the same database: every write is a transaction, migrations queue on an advisory lock.
