@@ -191,17 +191,31 @@ def load_average() -> tuple[float, float, float]:
 def markdown_section(run: dict[str, Any]) -> list[str]:
     """The benchmarks page's section for a saved ``memlane bench inspector`` report."""
     pages, load = run["pages"], run["load_average"]
+    before = run.get("load_before")
+    loads = f"{before[0]:.1f} when it started and " if before else ""
     return [
         "## Inspector pages at 100,000 memories in one scope",
         "",
-        f"`{run['command']} --n {run['memories']}` (MEMLANE_INFER=0; one user filled with {run['memories']:,} turns "
-        f"by the `{run.get('embedder', 'static')}` embedder in {run['fill_seconds']} s, a few flagged; each page loaded "
-        "through the ASGI app in process, first load dropped, then 5 timed). The machine was shared with other heavy "
-        f"work: load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on 2 cores when it finished, so absolute "
-        "times are pessimistic; the REST calls timed in the same run give the scale.",
+        f"`MEMLANE_INFER=0 {run['command']} --n {run['memories']}` (one user filled with {run['memories']:,} turns by "
+        f"the `{run.get('embedder', 'static')}` embedder in {run['fill_seconds']} s, a few flagged, then three turns "
+        "given to one extraction job; each page loaded through the ASGI app in process, first load dropped, then 5 "
+        "timed). Deep timeline pages start at the cursor of a memory in the middle or near the end of the scope, as "
+        "the timeline's own next links do: every filter runs in the store on the timeline's indexes. The job page "
+        "reads the user's typed memories to find the job's (`Memory.job_result`); this scope holds few, so its time "
+        "grows with the typed memories a scope holds. The machine (2 cores) was shared with other work: load average "
+        f"{loads}{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min) when it finished, so absolute times "
+        "are pessimistic; the REST calls timed in the same run give the scale.",
         "",
         "| page | path | median ms | p90 ms |",
         "|---|---|---|---|",
-        *(f"| {p['page']} | `{p['path']}` | {p['median_ms']:.0f} | {p['p90_ms']:.0f} |" for p in pages),
+        *(f"| {p['page']} | `{_short(p['path'])}` | {p['median_ms']:.0f} | {p['p90_ms']:.0f} |" for p in pages),
         "",
     ]
+
+
+def _short(path: str) -> str:
+    """A path with its long cursor and ids cut (the table stays readable)."""
+    head, sep, query = path.partition("?")
+    parts = [p if not p.startswith("after=") else "after=CURSOR" for p in query.split("&")] if sep else []
+    head = "/".join(seg if len(seg) < 24 else seg[:8] + "…" for seg in head.split("/"))
+    return head + (sep + "&".join(parts) if sep else "")
