@@ -201,8 +201,8 @@ def markdown_section(run: dict[str, Any]) -> list[str]:
         "given to one extraction job; each page loaded through the ASGI app in process, first load dropped, then 5 "
         "timed). Deep timeline pages start at the cursor of a memory in the middle or near the end of the scope, as "
         "the timeline's own next links do: every filter runs in the store on the timeline's indexes. The job page "
-        "reads the user's typed memories to find the job's (`Memory.job_result`); this scope holds few, so its time "
-        "grows with the typed memories a scope holds. The machine (2 cores) was shared with other work: load average "
+        "reads the user's typed memories (along the kind index, never the turns) to find the job's "
+        "(`Memory.job_result`); this scope holds few, and that page's time grows with the typed memories a scope holds. The machine (2 cores) was shared with other work: load average "
         f"{loads}{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min) when it finished, so absolute times "
         "are pessimistic; the REST calls timed in the same run give the scale.",
         "",
