@@ -46,6 +46,7 @@ from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.records import (
     AccessUse,
 )
+from memlane.store.sourced import SourcedIndex
 from memlane.store.timeline import TimelineIndex
 
 
@@ -218,6 +219,7 @@ class Store(
     SecurityLog,
     StoreInfo,
     TimelineIndex,
+    SourcedIndex,
     Protocol,
 ):
     """Every capability: what a backend implements and what the ``Memory`` facade holds."""
@@ -235,6 +237,7 @@ __all__ = [
     "RecordReader",
     "RecordWriter",
     "SecurityLog",
+    "SourcedIndex",
     "Store",
     "StoreInfo",
     "StoreTransfer",

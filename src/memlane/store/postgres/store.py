@@ -22,6 +22,7 @@ from memlane.store.postgres.passages import PostgresPassages
 from memlane.store.postgres.queue import PostgresJobQueue
 from memlane.store.postgres.reads import PostgresReads
 from memlane.store.postgres.security import PostgresSecurity
+from memlane.store.postgres.sourced import PostgresSourced
 from memlane.store.postgres.structured import PostgresStructuredIndex
 from memlane.store.postgres.text import PostgresTextIndex
 from memlane.store.postgres.timeline import PostgresTimeline
@@ -62,6 +63,7 @@ class PostgresStore(
     PostgresTransfer,
     PostgresPassages,
     PostgresTimeline,
+    PostgresSourced,
 ):
     """A store in a PostgreSQL database (with pgvector). Thread-safe (a pool of connections); any number of
     processes may open the same database: every write is a transaction, migrations queue on an advisory lock.

@@ -22,6 +22,7 @@ from memlane.store.sqlite.passages import SQLitePassages
 from memlane.store.sqlite.queue import SQLiteJobQueue
 from memlane.store.sqlite.reads import SQLiteReads
 from memlane.store.sqlite.security import SQLiteSecurity
+from memlane.store.sqlite.sourced import SQLiteSourced
 from memlane.store.sqlite.structured import SQLiteStructuredIndex
 from memlane.store.sqlite.text import SQLiteTextIndex, enable_secure_delete
 from memlane.store.sqlite.timeline import SQLiteTimeline
@@ -49,6 +50,7 @@ class SQLiteStore(
     SQLiteTransfer,
     SQLitePassages,
     SQLiteTimeline,
+    SQLiteSourced,
 ):
     """The default store. Thread-safe: one connection guarded by a lock; WAL lets other processes read.
 
