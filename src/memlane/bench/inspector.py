@@ -204,7 +204,8 @@ def markdown_section(run: dict[str, Any]) -> list[str]:
         "reads the user's typed memories (along the kind index, never the turns) to find the job's "
         "(`Memory.job_result`); this scope holds few, and that page's time grows with the typed memories a scope holds. The machine (2 cores) was shared with other work: load average "
         f"{loads}{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min) when it finished, so absolute times "
-        "are pessimistic; the REST calls timed in the same run give the scale.",
+        "are pessimistic; the REST calls timed in the same run give the scale."
+        + (f" {run['note']}" if "note" in run else ""),
         "",
         "| page | path | median ms | p90 ms |",
         "|---|---|---|---|",
