@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # the services, models and stores load when a Memory is made,
     )
     from memlane.observe import Observation
     from memlane.records.graph import RelationEdge
+    from memlane.records.timeline import TimelineCursor, TimelineFilter, TimelinePage
     from memlane.retrieval.tuning import FitResult, LabelledQuery
     from memlane.security.sanitise import Fenced
 
@@ -244,6 +245,22 @@ class Memory:
     ) -> builtins.list[MemoryItem]:
         """The memories of one user that match ``filters``, oldest first."""
         return self._services.reads.list(self._bind(user_id, tenant), filters=filters, limit=limit, offset=offset)
+
+    def timeline(  # the timeline (memlane.services.timeline)
+        self,
+        *,
+        user_id: str,
+        where: TimelineFilter | None = None,
+        limit: int = 50,
+        after: TimelineCursor | str | None = None,
+        tenant: str | None = None,
+    ) -> TimelinePage:
+        """One page of a user's memories newest first by when they happened (event time, else creation time),
+        filtered exactly by ``where``; pass the page's ``next`` (or its ``encode()``) as ``after`` for the next page.
+        """
+        from memlane.services.timeline import timeline_page
+
+        return timeline_page(self._services.core, self._bind(user_id, tenant), where, limit, after)
 
     def feedback(
         self,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,10 +46,11 @@ TURNS = [
     "We are planning a trip to Lisbon in June with Anna",
     "The team standup moved to 9:30 on Mondays",
 ]
+JOB_TURN = "My brother Tom lives in Osaka and teaches judo"  # given to a background job
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[str, str]]:
+def server(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
     home = tmp_path / "home"
     home.mkdir()
     with spawned_server("hash", home) as (url, key):
@@ -56,7 +58,15 @@ def server(tmp_path: Path) -> Iterator[tuple[str, str]]:
         for text in [*TURNS, PAYLOAD, IMG_PAYLOAD]:
             r = httpx.post(f"{url}/v1/memories", json={"user_id": "maya", "messages": [text]}, headers=h, timeout=60)
             assert r.status_code == 200, r.text
-        yield url, key
+        body = {"user_id": "maya", "messages": [JOB_TURN], "async": True}
+        r = httpx.post(f"{url}/v1/memories", json=body, headers=h, timeout=60)
+        assert r.status_code == 202, r.text
+        job_id = r.json()["job_id"]
+        deadline = time.monotonic() + 60
+        while httpx.get(f"{url}/v1/jobs/{job_id}/result", headers=h).json()["job"]["state"] != "done":
+            assert time.monotonic() < deadline, "the extraction job did not finish"
+            time.sleep(0.2)
+        yield url, key, job_id
 
 
 @pytest.fixture
@@ -68,7 +78,7 @@ def shots(tmp_path: Path) -> Path:
 
 
 def test_inspector_in_a_real_browser(server, shots, tmp_path):
-    url, key = server
+    url, key, job_id = server
     dialogs: list[str] = []
     outside: list[str] = []
     with playwright_sync.sync_playwright() as pw:
@@ -112,6 +122,12 @@ def test_inspector_in_a_real_browser(server, shots, tmp_path):
             page.wait_for_selector("ol.timeline li.mem")
             assert page.locator("ol.timeline li.mem").count() == stored
             shot("03-timeline")
+            page.fill("form.filters input[name=entity]", "Anna")
+            page.click("form.filters button")
+            page.wait_for_url("**entity=Anna**")
+            rows = page.locator("ol.timeline li.mem")
+            assert 3 <= rows.count() < stored
+            assert all("anna" in t for t in page.locator("ol.timeline li.mem .ents").all_inner_texts())
 
             # 2. search, open a hit, read its breakdown
             page.click("nav >> text=Search")
@@ -182,7 +198,18 @@ def test_inspector_in_a_real_browser(server, shots, tmp_path):
             assert page.evaluate("window.__pwned === undefined")
             assert page.evaluate("document.scripts.length") == 1  # ui.js only
 
-            # 7. Swagger UI renders from the package, offline
+            # 7. a background job's page: the memories it wrote, each a link to its page
+            page.goto(f"{url}/ui/u/maya/jobs")
+            page.locator(f"table a[href$='/jobs/{job_id}']").click()
+            page.wait_for_selector("#written")
+            written = page.locator("#written a.open")
+            assert written.count() >= 1 and "Tom" in page.locator("#written").inner_text()
+            shot("10-job")
+            written.first.click()
+            page.wait_for_selector("#memory")
+            assert "Tom" in page.locator("#memory p.big").inner_text()
+
+            # 8. Swagger UI renders from the package, offline
             page.goto(f"{url}/docs")
             page.wait_for_selector(".swagger-ui .info .title", timeout=30_000)
             assert "memlane" in page.locator(".swagger-ui .info .title").inner_text()
@@ -203,5 +230,6 @@ def test_inspector_in_a_real_browser(server, shots, tmp_path):
             "07-deleted",
             "08-flagged",
             "09-docs",
+            "10-job",
         )
     )

@@ -105,6 +105,13 @@ def test_reindex_and_delete_all(env) -> None:
 def test_demo_runs(env) -> None:
     out = run(env, "demo").stdout
     assert "memlane demo" in out and "Pepper" in out
+    assert json.loads(run(env, "stats", "--json").stdout)["memories"] == 0  # in memory only
+
+
+def test_demo_keep_stores_the_conversation_for_the_inspector(env) -> None:
+    run(env, "demo", "--keep")
+    stats = json.loads(run(env, "stats", "--user", "maya", "--json").stdout)
+    assert stats["memories"] >= 23  # the 23 turns, and what was extracted from them
 
 
 def test_every_command_is_documented_in_the_readme() -> None:

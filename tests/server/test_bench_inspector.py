@@ -15,5 +15,5 @@ def test_bench_inspector_small():
     report = json.loads(r.stdout[r.stdout.index("{") :])
     assert report["memories"] == 120 and report["embedder"] == "hash"
     pages = {p["page"]: p for p in report["pages"]}
-    assert len(pages) == 13 and all(p["status"] == 200 for p in pages.values()), pages
+    assert len(pages) == 20 and all(p["status"] == 200 for p in pages.values()), pages
     assert all(p["median_ms"] > 0 for p in pages.values())

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the REST server needs memlane[server]")
 
-from memlane.server.edge import KeyFirst
+from memlane.server.edge import LOGIN_MAX_BYTES, KeyFirst
 from memlane.server.keys import AdminDB
 from memlane.server.limits import BodyLimit, InFlightLimit
 from memlane.server.service import ServerSettings, Service
@@ -118,3 +118,31 @@ def test_bodies_in_transit_do_not_take_the_in_flight_slots() -> None:
     fast, slow = anyio.run(main)
     assert fast == [200, 200, 200, 503]  # served while 3 bodies were in transit; refused once 4 filled the slots
     assert slow == [0, 0, 0]
+
+
+def test_the_login_forms_anonymous_body_is_capped_small_and_read_within_a_short_deadline(tmp_path: Path) -> None:
+    admin = AdminDB(tmp_path / "server.db")
+    edge = KeyFirst(_ok_app, Service(ServerSettings(data_dir=tmp_path), admin))
+    edge.login.timeout = 0.3  # LOGIN_TIMEOUT, shortened for the test
+    login = "/ui/login"
+
+    async def main() -> tuple[Recorder, Recorder, Recorder, float]:
+        big = Recorder()  # announced too big: refused before a byte is read
+        await edge(_scope([(b"content-length", str(LOGIN_MAX_BYTES + 1).encode())], login), _never, big)
+        chunks = iter([b"key=" + b"x" * 3000, b"x" * 3000])
+
+        async def streamed() -> dict[str, Any]:
+            return {"type": "http.request", "body": next(chunks), "more_body": True}
+
+        counted = Recorder()  # chunked, no length: refused once the count passes the cap
+        await edge(_scope([(b"transfer-encoding", b"chunked")], login), streamed, counted)
+        slow = Recorder()
+        started = anyio.current_time()
+        await edge(_scope([(b"content-length", b"20")], login), _never, slow)
+        return big, counted, slow, anyio.current_time() - started
+
+    big, counted, slow, took = anyio.run(main)
+    assert (big.status, big.closes) == (413, True) and (counted.status, counted.closes) == (413, True)
+    assert b"limit of 4096 bytes" in big.messages[1]["body"]
+    assert (slow.status, slow.closes) == (408, True) and 0.25 < took < 2
+    admin.close()

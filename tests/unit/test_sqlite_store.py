@@ -57,6 +57,7 @@ def test_migrations_are_recorded_and_reopen_is_idempotent(tmp_path: Path, config
             "0016_entity_versions",
             "0017_alias_sources",
             "0018_passages",
+            "0019_timeline",
         ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 

@@ -1,8 +1,10 @@
 """`memlane bench inspector`: how long each inspector page takes with a large scope.
 
 Fills one user of a fresh store with ``n`` turns (the fast ``static`` embedder, no extraction: the pages read rows and
-indexes, so the embedder only changes how long the fill takes), a few of them flagged as injections, then times each
-page through the ASGI app in process (no network): median and p90 of ``repeats`` loads, the first load excluded.
+indexes, so the embedder only changes how long the fill takes), a few of them flagged as injections, then gives three
+more turns to one extraction job (the rule extractor) and times each page through the ASGI app in process (no
+network): median and p90 of ``repeats`` loads, the first load excluded. Deep timeline pages start at a cursor taken
+from a memory in the middle and near the end of the scope.
 """
 
 from __future__ import annotations
@@ -26,6 +28,14 @@ INJECTIONS = (
 )
 
 
+#: Turns given to one extraction job after the fill (the rule extractor reads typed memories from them).
+JOB_TURNS = (
+    "My sister Mel lives in Denver and works as a nurse.",
+    "I adopted a beagle called Biscuit last spring.",
+    "I'm allergic to peanuts, so please never suggest satay.",
+)
+
+
 @dataclass(frozen=True)
 class PageTime:
     """One page's load times in milliseconds."""
@@ -37,9 +47,13 @@ class PageTime:
     status: int
 
 
+RARE = "Zanele"  # named by one turn in a thousand: an entity filter whose matches are far apart
+
+
 def turn(i: int) -> str:
     """A varied, deterministic turn naming a person, a place and a thing."""
-    who, where, what = NAMES[i % len(NAMES)], PLACES[(i // 3) % len(PLACES)], THINGS[(i // 7) % len(THINGS)]
+    who = RARE if i % 1000 == 500 else NAMES[i % len(NAMES)]
+    where, what = PLACES[(i // 3) % len(PLACES)], THINGS[(i // 7) % len(THINGS)]
     return f"Note {i}: talked with {who} about {what} in {where}; we agreed to follow up next week"
 
 
@@ -86,20 +100,31 @@ def run(
             memory.wait_for_index(timeout=600)
             filled = time.perf_counter() - began
             key = admin.create_key("default", "read,write").secret
+            job_id = memory.add(JOB_TURNS, user_id="maya", infer=True, async_mode=True).job_id
+            assert job_id is not None
+            memory.wait(job_id, user_id="maya", timeout=600)
             some = memory.list(user_id="maya", limit=1, offset=n // 2)[0].id
             deep = max(0, n - 50)
+            mid, late = cursor(memory, n // 2), cursor(memory, 60)  # in the middle, and near the oldest
             pages = [
                 ("users", "/ui/users"),
                 ("timeline, first page", "/ui/u/maya"),
-                ("timeline, middle page", f"/ui/u/maya?offset={n // 2}"),
-                ("timeline, last page", f"/ui/u/maya?offset={deep}"),
-                ("timeline, kind=fact (none match)", "/ui/u/maya?kind=fact"),
-                ("timeline, entity filter", "/ui/u/maya?entity=anna"),
+                ("timeline, a middle page", f"/ui/u/maya?after={mid}"),
+                ("timeline, a page near the end", f"/ui/u/maya?after={late}"),
+                ("timeline, kind=fact (the job's few)", "/ui/u/maya?kind=fact"),
+                ("timeline, kind=message, a middle page", f"/ui/u/maya?kind=message&after={mid}"),
+                ("timeline, category=goals", "/ui/u/maya?category=goals"),
+                ("timeline, category=goals, a middle page", f"/ui/u/maya?category=goals&after={mid}"),
+                ("timeline, entity=Anna (1 in 8)", "/ui/u/maya?entity=anna"),
+                ("timeline, entity=Anna, a middle page", f"/ui/u/maya?entity=anna&after={mid}"),
+                (f"timeline, entity={RARE} (1 in 1000)", f"/ui/u/maya?entity={RARE}"),
+                ("timeline, validity=all, a middle page", f"/ui/u/maya?validity=all&after={mid}"),
                 ("timeline, flagged only", "/ui/u/maya?flag=flagged"),
                 ("search", "/ui/u/maya/search?q=what+did+Anna+say+about+the+garden+in+Denver"),
                 ("memory page", f"/ui/u/maya/m/{some}"),
                 ("entity graph", "/ui/u/maya/entity/anna"),
                 ("jobs", "/ui/u/maya/jobs"),
+                ("job page (what it wrote)", f"/ui/u/maya/jobs/{job_id}"),
             ]
             times = []
             with TestClient(create_app(settings, memory=memory, admin=admin)) as client:
@@ -136,6 +161,18 @@ def run(
     return times, filled
 
 
+def cursor(memory: object, offset: int) -> str:
+    """The timeline cursor (URL-quoted) of the memory at ``offset`` in the store's order: a deep page's start."""
+    from urllib.parse import quote
+
+    from memlane.engine import Memory
+    from memlane.records.timeline import TimelineCursor, timeline_time
+
+    assert isinstance(memory, Memory)
+    item = memory.list(user_id="maya", limit=1, offset=offset)[0]
+    return quote(TimelineCursor(timeline_time(item), item.id).encode(), safe="")
+
+
 def _getter(client: object, path: str) -> Callable[[], int]:
     def fetch() -> int:
         return int(client.get(path).status_code)  # type: ignore[attr-defined]
@@ -154,17 +191,32 @@ def load_average() -> tuple[float, float, float]:
 def markdown_section(run: dict[str, Any]) -> list[str]:
     """The benchmarks page's section for a saved ``memlane bench inspector`` report."""
     pages, load = run["pages"], run["load_average"]
+    before = run.get("load_before")
+    loads = f"{before[0]:.1f} when it started and " if before else ""
     return [
         "## Inspector pages at 100,000 memories in one scope",
         "",
-        f"`{run['command']} --n {run['memories']}` (MEMLANE_INFER=0; one user filled with {run['memories']:,} turns "
-        f"by the `{run.get('embedder', 'static')}` embedder in {run['fill_seconds']} s, a few flagged; each page loaded "
-        "through the ASGI app in process, first load dropped, then 5 timed). The machine was shared with other heavy "
-        f"work: load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on 2 cores when it finished, so absolute "
-        "times are pessimistic; the REST calls timed in the same run give the scale.",
+        f"`MEMLANE_INFER=0 {run['command']} --n {run['memories']}` (one user filled with {run['memories']:,} turns by "
+        f"the `{run.get('embedder', 'static')}` embedder in {run['fill_seconds']} s, a few flagged, then three turns "
+        "given to one extraction job; each page loaded through the ASGI app in process, first load dropped, then 5 "
+        "timed). Deep timeline pages start at the cursor of a memory in the middle or near the end of the scope, as "
+        "the timeline's own next links do: every filter runs in the store on the timeline's indexes. The job page "
+        "reads the user's typed memories (along the kind index, never the turns) to find the job's "
+        "(`Memory.job_result`); this scope holds few, and that page's time grows with the typed memories a scope holds. The machine (2 cores) was shared with other work: load average "
+        f"{loads}{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min) when it finished, so absolute times "
+        "are pessimistic; the REST calls timed in the same run give the scale."
+        + (f" {run['note']}" if "note" in run else ""),
         "",
         "| page | path | median ms | p90 ms |",
         "|---|---|---|---|",
-        *(f"| {p['page']} | `{p['path']}` | {p['median_ms']:.0f} | {p['p90_ms']:.0f} |" for p in pages),
+        *(f"| {p['page']} | `{_short(p['path'])}` | {p['median_ms']:.0f} | {p['p90_ms']:.0f} |" for p in pages),
         "",
     ]
+
+
+def _short(path: str) -> str:
+    """A path with its long cursor and ids cut (the table stays readable)."""
+    head, sep, query = path.partition("?")
+    parts = [p if not p.startswith("after=") else "after=CURSOR" for p in query.split("&")] if sep else []
+    head = "/".join(seg if len(seg) < 24 else seg[:8] + "…" for seg in head.split("/"))
+    return head + (sep + "&".join(parts) if sep else "")

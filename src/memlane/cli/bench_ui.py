@@ -19,6 +19,7 @@ def bench_inspector(
     """Fill one user with N turns (static embedder, no extraction) and time each inspector page (JSON)."""
     from memlane.bench.inspector import load_average, run
 
+    before = [round(x, 2) for x in load_average()]
     with tracking() as progress:
         progress.phase(f"filling {n} memories", n)
         times, filled = run(n=n, repeats=repeats, progress=progress.advance, embedder=embedder)
@@ -27,6 +28,7 @@ def bench_inspector(
         "memories": n,
         "embedder": embedder,
         "fill_seconds": round(filled, 1),
+        "load_before": before,
         "load_average": [round(x, 2) for x in load_average()],
         "pages": [
             {

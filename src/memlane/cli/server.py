@@ -166,7 +166,7 @@ def serve(
         queue_timeout=queue_timeout,
         redis_url=redis,
     )
-    docs = f"http://{host}:{port}/docs"
+    docs, ui = f"http://{host}:{port}/docs", f"http://{host}:{port}/ui"
     admin = _admin_db(home, db)
     try:
         new = admin.bootstrap_key("default", "admin,read,write", "created at first start")
@@ -177,8 +177,9 @@ def serve(
             )
             out.print(new.secret, highlight=False)
             err.print(f"API docs: {docs}   (send it as 'Authorization: Bearer <key>')", highlight=False)
+            err.print(f"Inspector: {ui}   (log in with it)", highlight=False)
         else:
-            err.print(f"memlane: API docs at {docs}", highlight=False)
+            err.print(f"memlane: API docs at {docs}, the inspector at {ui}", highlight=False)
     except MemlaneError as exc:
         fail(str(exc))
     finally:

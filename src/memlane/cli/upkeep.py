@@ -243,12 +243,17 @@ def tune(
 def demo(
     embedder: EmbedderOpt = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show raw and weighted scores.")] = False,
+    keep: Annotated[
+        bool,
+        typer.Option("--keep", help="Store the conversation in the store (--db, default the server's), not in memory."),
+    ] = False,
+    db: DbOpt = None,
 ) -> None:
     """Ingest a short multi-session conversation and show ranked, explained results."""
     from memlane.cli.demo import DEMO_QUERIES, DEMO_SESSIONS
     from memlane.models import Message
 
-    with open_memory(Path(":memory:"), embedder) as memory:
+    with open_memory(db if keep else Path(":memory:"), embedder) as memory:
         for n, (when, turns) in enumerate(DEMO_SESSIONS, start=1):
             msgs = [
                 Message(role="user" if who != "assistant" else "assistant", name=who, content=t) for who, t in turns

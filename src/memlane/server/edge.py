@@ -11,7 +11,7 @@ from http.cookies import CookieError, SimpleCookie
 
 from fastapi import HTTPException
 
-from memlane.server.limits import ASGIApp, Receive, Scope, Send, has_body, refuse
+from memlane.server.limits import ASGIApp, BodyLimit, Receive, Scope, Send, has_body, refuse
 from memlane.server.service import Service
 
 #: Paths served without a key: probes and the documentation.
@@ -22,6 +22,11 @@ OPEN_PATHS = frozenset({"/health", "/ready", "/docs", "/docs/oauth2-redirect", "
 UI_PREFIX = "/ui"
 UI_COOKIE = "memlane_key"  # memlane.server.ui.session.COOKIE
 UI_LOGIN = "/ui/login"
+#: The login form's body is read without a key: a few KB (a key is under 100 bytes), within a few seconds, and only
+#: so many at once; beyond that 413, 408 or 503 (JSON), the connection closed.
+LOGIN_MAX_BYTES = 4096
+LOGIN_TIMEOUT = 5.0
+LOGIN_RECEIVING = 32
 
 
 def cookie(scope: Scope, name: str) -> str | None:
@@ -53,6 +58,7 @@ class KeyFirst:
 
     def __init__(self, app: ASGIApp, service: Service) -> None:
         self.app, self.service = app, service
+        self.login = BodyLimit(app, LOGIN_MAX_BYTES, LOGIN_TIMEOUT, LOGIN_RECEIVING)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self.service.settings.insecure_dev or scope.get("path") in OPEN_PATHS:
@@ -62,9 +68,12 @@ class KeyFirst:
         path = scope.get("path", "")
         if path == UI_PREFIX or path.startswith(UI_PREFIX + "/"):
             # a bodiless page request authenticates itself (no valid key: the login form), and the login form's
-            # own body (small, and under the body deadline) carries the key; any other form needs the key first
-            if not has_body(scope) or path == UI_LOGIN:
+            # own body (capped small, under a short deadline) carries the key; any other form needs the key first
+            if not has_body(scope):
                 await self.app(scope, receive, send)
+                return
+            if path == UI_LOGIN:
+                await self.login(scope, receive, send)  # anonymous: its own small size and time limits
                 return
             token = token or cookie(scope, UI_COOKIE)
         try:

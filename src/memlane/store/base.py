@@ -46,6 +46,8 @@ from memlane.store.outcome import JobClaim, JobOutcome
 from memlane.store.records import (
     AccessUse,
 )
+from memlane.store.sourced import SourcedIndex
+from memlane.store.timeline import TimelineIndex
 
 
 @runtime_checkable
@@ -216,6 +218,8 @@ class Store(
     Archive,
     SecurityLog,
     StoreInfo,
+    TimelineIndex,
+    SourcedIndex,
     Protocol,
 ):
     """Every capability: what a backend implements and what the ``Memory`` facade holds."""
@@ -233,11 +237,13 @@ __all__ = [
     "RecordReader",
     "RecordWriter",
     "SecurityLog",
+    "SourcedIndex",
     "Store",
     "StoreInfo",
     "StoreTransfer",
     "StructuredIndex",
     "TextIndex",
+    "TimelineIndex",
     "ValidityIndex",
     "VectorIndex",
     "VectorStore",

@@ -19,6 +19,7 @@ from memlane.errors import MemlaneError
 from memlane.graph.neighbourhood import Neighbourhood
 from memlane.models import Job, JobState, MemoryItem, MemoryKind, UserSummary
 from memlane.server.keys import Scope
+from memlane.server.limits import retry_after
 from memlane.server.service import Principal, Service, public_detail, status_of
 from memlane.server.ui import views
 from memlane.server.ui.session import LoginNeeded, PageError, Sessions
@@ -83,13 +84,21 @@ def build_router(svc: Service, sessions: Sessions) -> APIRouter:
 
     @router.post("/login")
     async def login(request: Request, key: Annotated[str, Form(max_length=400)]) -> Response:
-        key = key.strip()
-        try:
-            sessions.principal(request, Scope.READ, key=key)
-        except (LoginNeeded, PageError):
-            return render(request, "login.html", None, status=401, error="That key was not accepted.")
+        address = request.client.host if request.client else "local"
+        wait = sessions.failures.blocked(address)
+        if not wait:
+            try:
+                sessions.principal(request, Scope.READ, key=key.strip())
+            except (LoginNeeded, PageError):
+                wait = sessions.failures.failed(address)
+                if not wait:
+                    return render(request, "login.html", None, status=401, error="That key was not accepted.")
+        if wait:
+            page = render(request, "login.html", None, status=429, error="Too many failed logins; try again later.")
+            page.headers["Retry-After"] = retry_after(wait)
+            return page
         response = RedirectResponse("/ui/users", status_code=303)
-        sessions.login(response, request, key)
+        sessions.login(response, request, key.strip())
         return response
 
     @router.post("/logout")
@@ -130,17 +139,17 @@ def build_router(svc: Service, sessions: Sessions) -> APIRouter:
         entity: Annotated[str, Query(max_length=200)] = "",
         validity: Annotated[str, Query(pattern="^(current|all)$")] = "current",
         flag: Annotated[str, Query(pattern="^(any|flagged)$")] = "any",
-        offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+        after: Annotated[str, Query(max_length=400)] = "",
     ) -> HTMLResponse:
         who = sessions.principal(request)
         if kind and kind not in {k.value for k in MemoryKind}:
             raise PageError(400, f"unknown kind {kind[:40]!r}")
-        q = views.TimelineQuery(kind, category, entity, validity, flag, offset)
+        q = views.TimelineQuery(kind, category, entity, validity, flag, after)
         page = await call(who, "timeline", lambda m: views.timeline(m, user_id, who.tenant, q), user_id)
-        params = {k: v for k, v in vars(q).items() if v and k != "offset"}
+        params = {k: v for k, v in vars(q).items() if v and k != "after"}
 
-        def link(off: int) -> str:
-            return f"/ui/u/{quote(user_id, safe='')}?" + urlencode({**params, "offset": off})
+        def link(cursor: str) -> str:
+            return f"/ui/u/{quote(user_id, safe='')}?" + urlencode({**params, **({"after": cursor} if cursor else {})})
 
         return render(
             request,
@@ -150,8 +159,8 @@ def build_router(svc: Service, sessions: Sessions) -> APIRouter:
             q=q,
             page=page,
             kinds=[k.value for k in MemoryKind],
-            next_link=None if page.next_offset is None else link(page.next_offset),
-            first_link=link(0) if offset else None,
+            next_link=None if page.next_after is None else link(page.next_after),
+            first_link=link("") if after else None,
             message=request.query_params.get("done", "")[:200],
         )
 
@@ -268,20 +277,8 @@ def build_router(svc: Service, sessions: Sessions) -> APIRouter:
     @router.get("/u/{user_id}/jobs/{job_id}")
     async def job(request: Request, user_id: str, job_id: str) -> HTMLResponse:
         who = sessions.principal(request)
-
-        def run(m: Memory) -> tuple[Job, list[MemoryItem]]:
-            found = m.job(job_id, user_id=user_id, tenant=who.tenant)
-            ids = [str(i) for i in found.payload.get("message_ids", [])][:200]
-            msgs = []
-            for i in ids:
-                try:
-                    msgs.append(m.get(i, user_id=user_id, tenant=who.tenant))
-                except MemlaneError:
-                    continue
-            return found, msgs
-
-        found, messages = await call(who, "job", run, user_id)
-        return render(request, "job.html", who, user_id=user_id, job=found, messages=messages)
+        page = await call(who, "job", lambda m: views.job_page(m, user_id, who.tenant, job_id), user_id)
+        return render(request, "job.html", who, user_id=user_id, job=page.job, messages=page.messages, page=page)
 
     return router
 

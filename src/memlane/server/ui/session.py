@@ -18,6 +18,7 @@ from fastapi.security import HTTPAuthorizationCredentials
 
 from memlane.server.keys import Scope
 from memlane.server.service import Principal, Service
+from memlane.server.ui.throttle import FailedLogins
 
 COOKIE = "memlane_key"
 MAX_AGE = 8 * 3600  # a login lasts a working day
@@ -41,6 +42,7 @@ class Sessions:
 
     svc: Service
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))  # insecure-dev's sessions (no key)
+    failures: FailedLogins = field(default_factory=FailedLogins)
 
     def key_of(self, request: Request) -> str:
         return request.cookies.get(COOKIE, "")

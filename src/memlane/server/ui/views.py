@@ -1,95 +1,67 @@
 """What the inspector's pages show, read through the public ``Memory`` API on a worker thread.
 
-Every page is bounded: the timeline reads one page of rows (``limit`` + 1, to know whether another follows), and the
-filters the store cannot apply itself (category, entity) scan at most ``SCAN_CAP`` rows per page, saying so.
+Every page is bounded: the timeline reads one page of rows, filtered by the store and paged by a cursor
+(``Memory.timeline``), so a deep page or a filter costs about what the first page costs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from memlane.engine import Memory
 from memlane.errors import NotFoundError
-from memlane.models import Filters, FlaggedMemory, HistoryEntry, Hit, InjectionFlag, MemoryItem, MemoryKind, utcnow
+from memlane.models import (
+    HistoryEntry,
+    Hit,
+    InjectionFlag,
+    Job,
+    MemoryItem,
+    MemoryKind,
+    utcnow,
+)
+from memlane.records.timeline import TimelineFilter
 from memlane.retrieval.query import analyse_query
 from memlane.retrieval.shape import query_shape
 
 PAGE = 50
-SCAN_CAP = 2000  # rows read per timeline page when filtering by category or entity
 
 
 @dataclass(frozen=True)
 class TimelineQuery:
-    """The timeline's filters and position."""
+    """The timeline's filters and position (``after``: the cursor the previous page ended at)."""
 
     kind: str = ""
     category: str = ""
     entity: str = ""
     validity: str = "current"  # current | all
     flag: str = "any"  # any | flagged
-    offset: int = 0
+    after: str = ""
 
-    def store_filters(self) -> Filters:
-        return Filters(
+    def where(self) -> TimelineFilter:
+        return TimelineFilter(
             kind=MemoryKind(self.kind) if self.kind else None,
+            category=self.category.strip() or None,
+            entity=self.entity.strip() or None,
             include_superseded=self.validity == "all",
+            flagged_only=self.flag == "flagged",
         )
 
 
 @dataclass
-class TimelinePage:
-    """One page of the timeline; ``scanned``/``capped`` say how far a category or entity filter read."""
+class TimelineView:
+    """One page of the timeline, the flags of its memories, and the cursor of the next page."""
 
     items: list[MemoryItem]
     flags: dict[str, InjectionFlag]
-    next_offset: int | None
-    scanned: int = 0
-    capped: bool = False
-    flagged: list[FlaggedMemory] = field(default_factory=list)
+    next_after: str | None
 
 
-def timeline(m: Memory, user_id: str, tenant: str, q: TimelineQuery) -> TimelinePage:
-    """One page of a user's memories, oldest first, with their injection flags."""
-    if q.flag == "flagged":
-        found = m.flagged(user_id=user_id, tenant=tenant, limit=PAGE + 1, offset=q.offset)
-        more = len(found) > PAGE
-        found = found[:PAGE]
-        return TimelinePage(
-            items=[f.memory for f in found],
-            flags={f.memory.id: f.flag for f in found},
-            next_offset=q.offset + PAGE if more else None,
-            flagged=found,
-        )
-    flt = q.store_filters()
-    if not q.category and not q.entity:
-        rows = m.list(user_id=user_id, tenant=tenant, filters=flt, limit=PAGE + 1, offset=q.offset)
-        items = rows[:PAGE]
-        nxt = q.offset + PAGE if len(rows) > PAGE else None
-        return TimelinePage(items, _flags(m, user_id, tenant, items), nxt)
-    # category / entity: filtered here, over a bounded scan of the store's order
-    entity = q.entity.strip().lower()
-    items, offset, scanned, batch = [], q.offset, 0, 500
-    exhausted = False
-    while len(items) < PAGE and scanned < SCAN_CAP:
-        rows = m.list(user_id=user_id, tenant=tenant, filters=flt, limit=batch, offset=offset)
-        for i, it in enumerate(rows):
-            if (not q.category or it.category == q.category) and (not entity or entity in it.entities):
-                items.append(it)
-                if len(items) == PAGE:
-                    offset += i + 1
-                    scanned += i + 1
-                    break
-        else:
-            offset += len(rows)
-            scanned += len(rows)
-            if len(rows) < batch:
-                exhausted = True
-                break
-            continue
-        break
-    capped = not exhausted and len(items) < PAGE
-    return TimelinePage(items, _flags(m, user_id, tenant, items), None if exhausted else offset, scanned, capped)
+def timeline(m: Memory, user_id: str, tenant: str, q: TimelineQuery) -> TimelineView:
+    """One page of a user's memories, newest first by event time, filtered in the store, with their flags."""
+    page = m.timeline(user_id=user_id, tenant=tenant, where=q.where(), limit=PAGE, after=q.after or None)
+    nxt = page.next.encode() if page.next is not None else None
+    return TimelineView(page.items, _flags(m, user_id, tenant, page.items), nxt)
 
 
 def _flags(m: Memory, user_id: str, tenant: str, items: list[MemoryItem]) -> dict[str, InjectionFlag]:
@@ -211,3 +183,29 @@ def memory_page(m: Memory, user_id: str, tenant: str, memory_id: str) -> MemoryP
         except NotFoundError:
             superseding = None
     return MemoryPage(item, history, flag, sources, superseding)
+
+
+@dataclass
+class JobPage:
+    """A job, the turns it read and the typed memories it wrote (``Memory.job_result``), with their flags."""
+
+    job: Job
+    messages: list[MemoryItem]
+    written: list[MemoryItem]
+    flags: dict[str, InjectionFlag]
+
+
+def job_page(m: Memory, user_id: str, tenant: str, job_id: str) -> JobPage:
+    """Everything the job page shows; ``NotFoundError`` when the job is not this user's."""
+    result = m.job_result(job_id, tenant=tenant)
+    job = result.job
+    if job.user_id != user_id:
+        raise NotFoundError(f"no job {job_id!r} for user {user_id!r}")
+    messages = []
+    for i in [str(i) for i in job.payload.get("message_ids", [])][:200]:
+        try:
+            messages.append(m.get(i, user_id=user_id, tenant=tenant))
+        except NotFoundError:
+            continue  # a turn deleted since
+    written = result.memories[:500]
+    return JobPage(job, messages, written, _flags(m, user_id, tenant, written + messages))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Final
 
 from memlane.store.postgres.schema_later import LATER_MIGRATIONS
+from memlane.store.postgres.schema_timeline import TIMELINE_MIGRATIONS
 
 # The key of the advisory lock that serialises migrations of one database across processes.
 MIGRATION_LOCK: Final = 0x4D4C4E45
@@ -299,4 +300,5 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         """,
     ),
     *LATER_MIGRATIONS,
+    *TIMELINE_MIGRATIONS,
 )

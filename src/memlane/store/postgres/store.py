@@ -22,8 +22,10 @@ from memlane.store.postgres.passages import PostgresPassages
 from memlane.store.postgres.queue import PostgresJobQueue
 from memlane.store.postgres.reads import PostgresReads
 from memlane.store.postgres.security import PostgresSecurity
+from memlane.store.postgres.sourced import PostgresSourced
 from memlane.store.postgres.structured import PostgresStructuredIndex
 from memlane.store.postgres.text import PostgresTextIndex
+from memlane.store.postgres.timeline import PostgresTimeline
 from memlane.store.postgres.transfer import PostgresTransfer
 from memlane.store.postgres.validity import PostgresValidity
 from memlane.store.postgres.vectors import PostgresVectorIndex
@@ -60,6 +62,8 @@ class PostgresStore(
     PostgresSecurity,
     PostgresTransfer,
     PostgresPassages,
+    PostgresTimeline,
+    PostgresSourced,
 ):
     """A store in a PostgreSQL database (with pgvector). Thread-safe (a pool of connections); any number of
     processes may open the same database: every write is a transaction, migrations queue on an advisory lock.

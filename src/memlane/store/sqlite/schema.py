@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Final
 
 from memlane.store.sqlite.schema_later import LATER_MIGRATIONS
+from memlane.store.sqlite.schema_timeline import TIMELINE_MIGRATIONS
 
 # 'MLNE': marks a file as a memlane database (PRAGMA application_id).
 APPLICATION_ID: Final = 0x4D4C4E45
@@ -351,4 +352,5 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
         """,
     ),
     *LATER_MIGRATIONS,
+    *TIMELINE_MIGRATIONS,
 )

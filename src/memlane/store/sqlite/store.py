@@ -22,8 +22,10 @@ from memlane.store.sqlite.passages import SQLitePassages
 from memlane.store.sqlite.queue import SQLiteJobQueue
 from memlane.store.sqlite.reads import SQLiteReads
 from memlane.store.sqlite.security import SQLiteSecurity
+from memlane.store.sqlite.sourced import SQLiteSourced
 from memlane.store.sqlite.structured import SQLiteStructuredIndex
 from memlane.store.sqlite.text import SQLiteTextIndex, enable_secure_delete
+from memlane.store.sqlite.timeline import SQLiteTimeline
 from memlane.store.sqlite.transfer import SQLiteTransfer
 from memlane.store.sqlite.validity import SQLiteValidity
 from memlane.store.sqlite.vector_index import SQLiteVectorIndex
@@ -47,6 +49,8 @@ class SQLiteStore(
     SQLiteSecurity,
     SQLiteTransfer,
     SQLitePassages,
+    SQLiteTimeline,
+    SQLiteSourced,
 ):
     """The default store. Thread-safe: one connection guarded by a lock; WAL lets other processes read.
 
