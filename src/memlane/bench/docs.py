@@ -23,6 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from memlane.bench.common import NullTracker, Tracker, forget_queries, machine
+from memlane.bench.embed_cache import bench_embedder
 from memlane.bench.labelled import LABEL_KEY, SetConfigResult, SetReport, compare_rows, render_set_report
 from memlane.bench.locomo import QuestionRow, group_scores
 from memlane.bench.metrics import count_tokens, percentile
@@ -214,7 +215,8 @@ def run_beir(
     with tempfile.TemporaryDirectory(prefix="memlane-bench-docs-") as tmp:
         path = db_path or Path(tmp) / f"{beir.name}.db"
         fresh = not path.exists()
-        with Memory(path, embedder=embedder or config.embedder, config=config) as memory:
+        model = bench_embedder(embedder or config.embedder, config.model_cache)  # MEMLANE_BENCH_EMBED_CACHE
+        with Memory(path, embedder=model, config=config) as memory:
             memory.embedder.embed(["warm up the model before timing"])
             memory.embedder.embed_query("warm up")
             ingest_s = 0.0
