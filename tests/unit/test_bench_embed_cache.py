@@ -27,7 +27,8 @@ class BatchSensitive:
     def embed(self, texts: Sequence[str]) -> Vectors:
         self.calls += 1
         out = self._inner.embed(texts) + 0.01 * len(texts)
-        return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+        unit: Vectors = (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+        return unit
 
     def embed_query(self, text: str) -> Vectors:
         self.queries += 1
