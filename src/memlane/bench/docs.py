@@ -253,11 +253,29 @@ def run_docs(
     presets: Sequence[str] | None = None,
     embedder: str | None = None,
     tracker: Tracker | None = None,
+    stores: Path | None = None,
 ) -> DocsReport:
-    """Every folder in every ingest mode (a fresh store each), every preset."""
+    """Every folder in every ingest mode (a fresh store each), every preset.
+
+    ``stores``: a folder where each (set, mode) store is kept as ``NAME-batchB.db``; one that exists already is
+    searched as it is (written by the same ingest: for read-path changes only).
+    """
     sets = [load_beir(f) for f in folders]
+    if stores is not None:
+        stores.mkdir(parents=True, exist_ok=True)
     return DocsReport(
-        runs=[run_beir(s, batch=b, presets=presets, embedder=embedder, tracker=tracker) for s in sets for b in batches]
+        runs=[
+            run_beir(
+                s,
+                batch=b,
+                presets=presets,
+                embedder=embedder,
+                tracker=tracker,
+                db_path=None if stores is None else stores / f"{s.name}-batch{b}.db",
+            )
+            for s in sets
+            for b in batches
+        ]
     )
 
 
