@@ -18,15 +18,16 @@ from memlane.documents.dense import PassageDense
 from memlane.embedding.base import Embedder, Vectors
 from memlane.enrich.aliases import EntityResolver, relation_of
 from memlane.enrich.pipeline import Enricher
-from memlane.models import Filters, Hit, ScoreBreakdown
+from memlane.models import Filters, Hit
 from memlane.retrieval.collapse import collapse, collapse_from
 from memlane.retrieval.context import context_scores, session_scores
 from memlane.retrieval.fact_scores import recencies, temporal_score
 from memlane.retrieval.fusion import Fused, FusionSpec, fuse, normalize, normalized_array
 from memlane.retrieval.graph import GraphDimension, GraphScores
+from memlane.retrieval.hit_notes import explain_validity, rerank_hits
 from memlane.retrieval.plan import Planner, QueryPlan, name_candidates, without_names
 from memlane.retrieval.query import analyse_query, resolve_relations
-from memlane.retrieval.rerank import RerankCandidate, Reranker
+from memlane.retrieval.rerank import Reranker
 from memlane.retrieval.scope_evidence import ConversationMap, Frequencies, entity_rarity, specificity, term_rarity
 from memlane.retrieval.shape import query_shape
 from memlane.store.base import (
@@ -384,42 +385,5 @@ class Retriever:
                 h.triggers["graph"] = f"{plan.triggers.get('graph', 'graph')}: {why}"
         demoted = [h.memory.id for h in hits if "validity" in h.breakdown]
         if demoted:
-            self._explain_validity(hits, self.stale(user_id, demoted, filters))
-        return self._rerank(query, hits, top_k) if self._reranker is not None else hits
-
-    @staticmethod
-    def _explain_validity(hits: Sequence[Hit], links: Mapping[str, Contradiction]) -> None:
-        """Say on each demoted message which memory now holds the value, and on that memory what it replaced."""
-        replaced: dict[str, list[str]] = {}
-        for h in hits:
-            link = links.get(h.memory.id)
-            if link is not None:
-                h.triggers["validity"] = (
-                    f"demoted: what this message said was superseded on {link.since.date().isoformat()}; "
-                    f"the current value is memory {link.contradicted_by}"
-                )
-                replaced.setdefault(link.contradicted_by, []).append(h.memory.id)
-        for h in hits:
-            if h.memory.id in replaced and h.memory.is_current:
-                shown = ", ".join(replaced[h.memory.id])
-                h.triggers["validity"] = f"current: it supersedes what message(s) {shown} said, ranked below it"
-
-    def _rerank(self, query: str, hits: list[Hit], top_k: int) -> list[Hit]:
-        """Reorder the fused hits with the reranker; each hit keeps its fusion breakdown and gains a ``rerank`` entry.
-
-        The hit's score stays the fused score (what its breakdown sums to); the order is the reranker's, and the
-        ``rerank`` entry carries its score and rank (weight 0: it is an order, not a part of the sum).
-        """
-        assert self._reranker is not None
-        by_key = {h.memory.id: h for h in hits}
-        offered = [RerankCandidate(h.memory.id, h.memory.text, h.score) for h in hits]
-        order = self._reranker.rerank(query, offered, top_k)
-        out: list[Hit] = []
-        for position, r in enumerate(order, start=1):
-            hit = by_key[r.key]
-            hit.breakdown["rerank"] = ScoreBreakdown(
-                raw=r.score, normalized=r.score, weight=0.0, contribution=0.0, rank=position
-            )
-            hit.triggers["rerank"] = f"order set by {self._reranker.identity} over the best {len(offered)} fused"
-            out.append(hit)
-        return out
+            explain_validity(hits, self.stale(user_id, demoted, filters))
+        return rerank_hits(self._reranker, query, hits, top_k) if self._reranker is not None else hits
