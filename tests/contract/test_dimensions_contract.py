@@ -101,3 +101,29 @@ def test_export_import_keeps_the_enrichment(memory: Memory, tmp_path: object) ->
     assert {k: (v.position, v.entities) for k, v in after.items()} == {
         k: (v.position, v.entities) for k, v in before.items()
     }
+
+
+def test_a_reply_indexes_its_previous_turns_words_and_notes_added_together_do_not(memory: Memory) -> None:
+    """The full-text index's previous-turn column holds another speaker's or role's turn only: notes or documents
+    added in one call (one role, no session) are no context of each other, in the read model and in SQL alike.
+    """
+    from memlane.models import Message
+
+    memory.add(["The quixotrel valve sits on the left.", "Clean the filter every month."], user_id="notes")
+    memory.add(
+        [
+            Message(role="user", content="Where does the quixotrel valve sit?"),
+            Message(role="assistant", content="On the left side, under the sink."),
+        ],
+        user_id="chat",
+        session_id="s1",
+    )
+    since = datetime(2000, 1, 1, tzinfo=UTC)  # a filter the read model does not serve: the SQL full-text path
+    for filters in (None, {"since": since}):
+        notes = memory.search("quixotrel", user_id="notes", preset_name="bm25", filters=filters)
+        assert [h.memory.text for h in notes] == ["The quixotrel valve sits on the left."], filters
+        chat = memory.search("quixotrel", user_id="chat", preset_name="bm25", filters=filters)
+        assert {h.memory.text for h in chat} == {
+            "Where does the quixotrel valve sit?",
+            "On the left side, under the sink.",
+        }, filters

@@ -81,3 +81,14 @@ def test_a_kept_store_is_searched_again_without_a_second_ingest(tmp_path: Path) 
     assert [q.retrieved for q in first.results[0].questions] == [q.retrieved for q in again.results[0].questions]
     with pytest.raises(ValidationError, match="batch must be at least 1"):
         run_beir(beir, batch=0, embedder="hash")
+
+
+def test_stores_are_kept_per_set_and_mode_and_searched_again(tmp_path: Path) -> None:
+    folder = _folder(tmp_path / "tiny")
+    first = run_docs([folder], batches=(2, 1), presets=["dense"], embedder="hash", stores=tmp_path / "stores")
+    assert sorted(p.name for p in (tmp_path / "stores").glob("*.db")) == ["tiny-batch1.db", "tiny-batch2.db"]
+    again = run_docs([folder], batches=(2, 1), presets=["dense"], embedder="hash", stores=tmp_path / "stores")
+    assert all(r.ingest_items_per_s == 0.0 for r in again.runs)
+    assert [q.retrieved for r in first.runs for q in r.results[0].questions] == [
+        q.retrieved for r in again.runs for q in r.results[0].questions
+    ]

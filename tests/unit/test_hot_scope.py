@@ -235,6 +235,7 @@ def test_bulk_and_one_by_one_building_agree(seed: int) -> None:
                 body=body,
                 text=text,
                 entities={"jonas": True} if speaker == "Jonas" else {},
+                label=("user", speaker.casefold()),  # the same speaker twice in a row: no context between them
             )
         )
     bulk, single = HotScope(), HotScope()

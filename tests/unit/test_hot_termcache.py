@@ -39,6 +39,7 @@ def _row(rng: random.Random, pk: int, position: int | None) -> HotRow:
         body=rng.choice([text, f"Jonas: {text}", rng.choice(VOCAB)]) if kind == "message" else text,
         text=text,
         entities={},
+        label=(rng.choice(["user", "assistant"]), ""),  # a reply is linked to its previous turn, a same-role one is not
     )
 
 

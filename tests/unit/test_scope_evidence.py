@@ -11,7 +11,7 @@ from memlane import Memory, Message
 from memlane.config import preset
 from memlane.models import MemoryItem
 from memlane.retrieval.query import analyse_query, exact_match_terms
-from memlane.retrieval.scope_evidence import alternates, idf_weight, rarity
+from memlane.retrieval.scope_evidence import Frequencies, alternates, entity_rarity, idf_weight, rarity
 from memlane.retrieval.search import Planner
 from memlane.retrieval.shape import query_shape
 
@@ -163,16 +163,26 @@ def test_a_conversation_keeps_its_context() -> None:
     assert any("context" in h.breakdown and h.breakdown["context"].contribution > 0 for h in hits)
 
 
-def test_a_mention_of_an_entity_most_memories_name_counts_less_than_a_rare_one() -> None:
+def test_a_mention_of_an_entity_most_memories_name_counts_nothing_and_a_rare_one_does() -> None:
+    """An entity held by more than the square root of the scope is no evidence (as a common exact-match term)."""
     notes = [Message(role="user", content=f"On day {i} I saw Priya at the market.") for i in range(12)]
     notes.append(Message(role="user", content="On day 20 I saw Oskar at the harbour."))
     with Memory(":memory:", embedder="hash") as memory:
         memory.add(notes, user_id="u")
         common = memory.search("What did Priya buy?", user_id="u", top_k=5)
         rare = memory.search("What did Oskar buy?", user_id="u", top_k=5)
-    common_part = max(h.breakdown["entity"].contribution for h in common if "entity" in h.breakdown)
+    assert common and not any("entity" in h.breakdown for h in common)
     rare_part = max(h.breakdown["entity"].contribution for h in rare if "entity" in h.breakdown)
-    assert 0 < common_part < rare_part
+    assert rare_part > 0
+
+
+def test_entity_rarity_is_a_terms_rarity() -> None:
+    class Counts:
+        def entity_memories(self, user_id: str, entity: str, limit: int) -> list[str]:
+            return [f"m{i}" for i in range({"rare": 1, "some": 5, "everywhere": 40}[entity])]
+
+    found = entity_rarity(Frequencies(Counts()), "u", ["rare", "some", "everywhere"], 400)  # type: ignore[arg-type]
+    assert found["rare"] == 1.0 and 0.0 < found["some"] < 1.0 and found["everywhere"] == 0.0
 
 
 def test_a_lone_candidates_tiny_bm25_does_not_earn_the_whole_keyword_weight() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import memlane.store.sqlite.text as sqlite_text
-from memlane import Config, CorruptStoreError, EmbedderMismatchError, Memory, SchemaError, StoreError
+from memlane import Config, CorruptStoreError, EmbedderMismatchError, Memory, Message, SchemaError, StoreError
 from memlane.embedding.fake import HashEmbedder
 
 
@@ -193,7 +193,8 @@ def test_sqlite_store_implements_every_capability(tmp_path: Path) -> None:
 
 def test_upgrade_drops_words_of_turns_deleted_before_the_fix(tmp_path: Path, config: Config) -> None:
     path = tmp_path / "stale.db"
-    turns = ["My locker code is 7 quixotrel.", "Got it, I'll keep that in mind.", "Thanks"]
+    said = ["My locker code is 7 quixotrel.", "Got it, I'll keep that in mind.", "Thanks"]
+    turns = [Message(role=("user", "assistant")[i % 2], content=t) for i, t in enumerate(said)]  # replies: context
     with Memory(path, embedder=HashEmbedder(), config=config) as m:
         first = m.add(turns, user_id="u", session_id="s").items[0].id
     with sqlite3.connect(path) as conn:  # a delete as it was before: the next turn's context kept the words

@@ -23,6 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from memlane.bench.common import NullTracker, Tracker, forget_queries, machine
+from memlane.bench.embed_cache import bench_embedder
 from memlane.bench.labelled import LABEL_KEY, SetConfigResult, SetReport, compare_rows, render_set_report
 from memlane.bench.locomo import QuestionRow, group_scores
 from memlane.bench.metrics import count_tokens, percentile
@@ -214,7 +215,8 @@ def run_beir(
     with tempfile.TemporaryDirectory(prefix="memlane-bench-docs-") as tmp:
         path = db_path or Path(tmp) / f"{beir.name}.db"
         fresh = not path.exists()
-        with Memory(path, embedder=embedder or config.embedder, config=config) as memory:
+        model = bench_embedder(embedder or config.embedder, config.model_cache)  # MEMLANE_BENCH_EMBED_CACHE
+        with Memory(path, embedder=model, config=config) as memory:
             memory.embedder.embed(["warm up the model before timing"])
             memory.embedder.embed_query("warm up")
             ingest_s = 0.0
@@ -251,11 +253,29 @@ def run_docs(
     presets: Sequence[str] | None = None,
     embedder: str | None = None,
     tracker: Tracker | None = None,
+    stores: Path | None = None,
 ) -> DocsReport:
-    """Every folder in every ingest mode (a fresh store each), every preset."""
+    """Every folder in every ingest mode (a fresh store each), every preset.
+
+    ``stores``: a folder where each (set, mode) store is kept as ``NAME-batchB.db``; one that exists already is
+    searched as it is (written by the same ingest: for read-path changes only).
+    """
     sets = [load_beir(f) for f in folders]
+    if stores is not None:
+        stores.mkdir(parents=True, exist_ok=True)
     return DocsReport(
-        runs=[run_beir(s, batch=b, presets=presets, embedder=embedder, tracker=tracker) for s in sets for b in batches]
+        runs=[
+            run_beir(
+                s,
+                batch=b,
+                presets=presets,
+                embedder=embedder,
+                tracker=tracker,
+                db_path=None if stores is None else stores / f"{s.name}-batch{b}.db",
+            )
+            for s in sets
+            for b in batches
+        ]
     )
 
 

@@ -41,6 +41,14 @@ def bench_docs(
         typer.Option("--embedder", envvar="MEMLANE_EMBEDDER", help="minilm (default), static, hash (smoke only)."),
     ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write all results to this JSON (.gz) file.")] = None,
+    stores: Annotated[
+        Path | None,
+        typer.Option(
+            "--stores",
+            help="Keep each store in this folder (NAME-batchB.db) and search one that exists as it is "
+            "(read-path changes only). Default: a fresh temporary store each run.",
+        ),
+    ] = None,
 ) -> None:
     """Documentation retrieval on BEIR folders: MRR@10, R@10 and nDCG@10 with CIs, paired tests against the default."""
     from memlane.bench.docs import BATCHES, render_docs_report, run_docs
@@ -48,7 +56,9 @@ def bench_docs(
 
     try:
         with tracking() as tracker:
-            report = run_docs(data, batches=batch or BATCHES, presets=config_names, embedder=embedder, tracker=tracker)
+            report = run_docs(
+                data, batches=batch or BATCHES, presets=config_names, embedder=embedder, tracker=tracker, stores=stores
+            )
     except MemlaneError as exc:
         fail_run(str(exc))
     report.command = command_line("docs")

@@ -6,7 +6,8 @@ Each rule beyond dense + BM25 engages only on evidence from the query *and* the 
 - an exact-match term raises the keyword weight only in proportion to its rarity in the scope (``term_rarity``): an
   identifier that a handful of memories hold is what BM25 finds and an embedding blurs; a class name that hundreds
   of passages repeat says little about which one is meant;
-- a mention of an entity counts in proportion to how rare the entity is in the scope (``entity_rarity``);
+- a mention of an entity counts in proportion to how rare the entity is in the scope (``entity_rarity``, as a term's
+  rarity: nothing from ``sqrt(N)`` memories on);
 - the turns around a memory (the context and session dimensions) count only in a session whose turns alternate
   between speakers or roles (``ConversationMap``): a batch of documents or notes added together, without a session
   and all by one role, shares one implicit session at consecutive positions without being each other's context.
@@ -132,8 +133,11 @@ def specificity(frequencies: Frequencies, user_id: str, terms: Sequence[str], n:
 
 
 def entity_rarity(frequencies: Frequencies, user_id: str, entities: Sequence[str], n: int) -> dict[str, float]:
-    """The normalised IDF (``idf_weight``) of each entity among the user's ``n`` memories (how many involve it)."""
-    return {e: idf_weight(frequencies.entity(user_id, e, n), n) for e in entities}
+    """The rarity (``rarity``) of each entity among the user's ``n`` memories (how many involve it): as for an
+    exact-match term, an entity that more than the square root of the scope involves is no evidence of which memory
+    is meant (documentation passages share "git" or "Django"; a word the extractor misread as a name is everywhere).
+    """
+    return {e: rarity(frequencies.entity(user_id, e, n), n) for e in entities}
 
 
 #: A session is a conversation when at least this share of its adjacent turns (seen so far) change speaker or role.

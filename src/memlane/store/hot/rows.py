@@ -44,6 +44,10 @@ class HotRow:
     body: str  # the indexed text (the speaker's name before a turn, a photo's caption after it)
     text: str  # the memory's own text: what the next turn indexes as its context
     entities: Mapping[str, bool] = field(default_factory=lambda: NO_ENTITIES)  # entity -> said by it
+    label: tuple[str, str] = (
+        "",
+        "",
+    )  # who says it (``turn_label``): a turn takes a previous turn of another as context
 
 
 class Grow:
@@ -60,7 +64,15 @@ class Grow:
             self.a = bigger
 
 
-def row_of_columns(r: Sequence[object], entities: Mapping[str, bool]) -> HotRow:
+def turn_label(role: object, speaker: object) -> tuple[str, str]:
+    """Who says a turn: its role and its speaker (casefolded). A turn indexes its previous turn's words as its
+    context only when the two differ in either (a reply; memlane.retrieval.scope_evidence reads the same evidence):
+    documents or notes added together by one role, without a session, are no context of each other.
+    """
+    return ("" if role is None else str(role), "" if speaker is None else str(speaker).casefold())
+
+
+def row_of_columns(r: Sequence[object], entities: Mapping[str, bool], label: tuple[str, str] = ("", "")) -> HotRow:
     """A row from a backend's selected columns, in ``HotRow``'s field order up to ``text``."""
     return HotRow(
         int(r[0]),  # type: ignore[call-overload]
@@ -78,6 +90,7 @@ def row_of_columns(r: Sequence[object], entities: Mapping[str, bool]) -> HotRow:
         str(r[12]),
         str(r[13]),
         entities,
+        label,
     )
 
 
@@ -101,6 +114,7 @@ def without_text(row: HotRow) -> HotRow:
         "",
         "",
         row.entities,
+        row.label,
     )
 
 

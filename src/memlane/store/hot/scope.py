@@ -135,6 +135,11 @@ class HotScope:
             self._turn[key] = slot
             before = self._turn.get((row.session_id, row.position - 1), -1)
             after = self._turn.get((row.session_id, row.position + 1), -1)
+            # a turn takes its previous turn as context only as a reply (another role or speaker): see turn_label
+            if before >= 0 and self._said_by(before) == row.label:
+                before = -1
+            if after >= 0 and self._said_by(after) == row.label:
+                after = -1
             self._prev.a[slot] = before
             self._next.a[slot] = after
             if before >= 0:
@@ -147,6 +152,10 @@ class HotScope:
                 self._said[entity] = self._said.get(entity, 0) + 1
         self._live += 1
         return slot
+
+    def _said_by(self, slot: int) -> tuple[str, str]:
+        row = self.rows[slot]
+        return ("", "") if row is None else row.label
 
     def _remove(self, pk: int) -> None:
         slot = self._slot_of_pk.pop(pk, None)

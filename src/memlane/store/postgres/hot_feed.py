@@ -28,7 +28,7 @@ from types import MappingProxyType
 
 from memlane.store.hot import cache
 from memlane.store.hot.cache import Changes
-from memlane.store.hot.rows import NO_ENTITIES, HotRow, row_of_columns
+from memlane.store.hot.rows import NO_ENTITIES, HotRow, row_of_columns, turn_label
 from memlane.store.postgres.db import COMMITS, Database
 
 #: The log of a user is pruned once it spans this many transaction ids past the floor.
@@ -40,7 +40,7 @@ _XMIN = "pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
 _COLUMNS = (
     "m.pk, m.id, m.kind, m.session_id, m.position, m.ts, m.importance, m.event_time, m.event_end, m.category, "
     "m.intent, m.valid_until IS NULL, m.body, m.text, (SELECT array_agg(e.entity || CASE WHEN e.said_by THEN '+' "
-    "ELSE '-' END) FROM memory_entities e WHERE e.pk = m.pk)"
+    "ELSE '-' END) FROM memory_entities e WHERE e.pk = m.pk), m.role, m.speaker"
 )
 
 
@@ -51,7 +51,7 @@ def _row(r: Sequence[object]) -> HotRow:
         if links
         else NO_ENTITIES
     )
-    return row_of_columns(r, entities)
+    return row_of_columns(r, entities, turn_label(r[15], r[16]))
 
 
 _ERASURES = "SELECT coalesce((SELECT value::bigint FROM meta WHERE key = 'erasures'), 0)"

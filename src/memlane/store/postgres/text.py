@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Final
 import psycopg
 
 from memlane.models import Filters, MemoryItem, MemoryKind
+from memlane.store.hot.rows import turn_label
 from memlane.store.postgres.db import Database
 from memlane.store.postgres.hot_feed import HotScopes
 from memlane.store.postgres.rows import FILTERS, filter_sql, run
@@ -87,11 +88,12 @@ def previous_turn(c: psycopg.Connection[Any], item: MemoryItem) -> str:
         return ""
     row = run(
         c,
-        "SELECT text FROM memories WHERE user_id = %s AND session_id IS NOT DISTINCT FROM %s AND position = %s "
-        "AND kind = 'message'",
+        "SELECT text, role, speaker FROM memories WHERE user_id = %s AND session_id IS NOT DISTINCT FROM %s "
+        "AND position = %s AND kind = 'message'",
         (item.user_id, item.session_id, item.position - 1),
     ).fetchone()
-    return str(row[0]) if row else ""
+    # only a reply (another role or speaker) takes it: ``turn_label``
+    return str(row[0]) if row and turn_label(row[1], row[2]) != turn_label(item.role, item.speaker) else ""
 
 
 def turn_of(c: psycopg.Connection[Any], pk: int) -> tuple[str, str | None, int] | None:
@@ -110,14 +112,14 @@ def refresh_next_context(c: psycopg.Connection[Any], turn: tuple[str, str | None
     if turn is None:
         return
     user_id, session_id, position = turn
-    run(
-        c,
-        "UPDATE memories n SET ctx = coalesce((SELECT p.text FROM memories p WHERE p.user_id = n.user_id "
-        "AND p.session_id IS NOT DISTINCT FROM n.session_id AND p.position = n.position - 1 "
-        "AND p.kind = 'message' LIMIT 1), '') "
-        "WHERE n.user_id = %s AND n.session_id IS NOT DISTINCT FROM %s AND n.position = %s AND n.kind = 'message'",
-        (user_id, session_id, position + 1),
+    turns = (
+        "SELECT pk, text, role, speaker FROM memories WHERE user_id = %s AND session_id IS NOT DISTINCT FROM %s "
+        "AND position = %s AND kind = 'message'"
     )
+    here = run(c, turns, (user_id, session_id, position)).fetchone()
+    for pk, _, role, speaker in run(c, turns, (user_id, session_id, position + 1)).fetchall():
+        reply = here is not None and turn_label(here[2], here[3]) != turn_label(role, speaker)  # ``turn_label``
+        run(c, "UPDATE memories SET ctx = %s WHERE pk = %s", (str(here[1]) if here is not None and reply else "", pk))
 
 
 class PostgresTextIndex(SQLTextIndex[HotScopes]):

@@ -19,6 +19,7 @@ from memlane.models import TYPED_KINDS, HistoryEntry, HistoryEvent, MemoryItem, 
 from memlane.records.entities import AliasRow, canonical
 from memlane.records.graph import RelationClaim
 from memlane.store.alias_tables import AliasTables
+from memlane.store.hot.rows import turn_label
 from memlane.store.postgres.db import Database
 from memlane.store.postgres.entities import replace_taught, write_aliases, write_entities, write_taught
 from memlane.store.postgres.graph import write_relations
@@ -51,9 +52,11 @@ def insert_row(c: psycopg.Connection[Any], item: MemoryItem, body: str, vec: Vec
     return pk
 
 
+# (only a reply, another role or speaker, takes it: ``turn_label``; lower() for its casefold)
 _PREVIOUS: Final = (
     "coalesce((SELECT p.text FROM memories p WHERE p.user_id = %s AND p.session_id IS NOT DISTINCT FROM %s "
-    "AND p.position = %s AND p.kind = 'message' LIMIT 1), '')"
+    "AND p.position = %s AND p.kind = 'message' AND (coalesce(p.role, '') <> %s "
+    "OR lower(coalesce(p.speaker, '')) <> %s) LIMIT 1), '')"
 )
 # A memory, its text entry (the previous turn's words found inside the statement) and its entity rows, in one
 # statement that returns nothing: an add's statements then leave together (a pipeline), not one round trip each.
@@ -71,7 +74,18 @@ def insert_item(c: psycopg.Connection[Any], item: MemoryItem, body: str, vec: Ve
     head = (*item_params(item, embed_hash(body)), body)
     if item.kind == MemoryKind.MESSAGE and item.position:
         sql = _INSERT_WITH_ENTITIES.replace("{ctx}", _PREVIOUS)
-        params: tuple[Any, ...] = (*head, item.user_id, item.session_id, item.position - 1, vec, speaker, names)
+        role, said_by = turn_label(item.role, item.speaker)
+        params: tuple[Any, ...] = (
+            *head,
+            item.user_id,
+            item.session_id,
+            item.position - 1,
+            role,
+            said_by,
+            vec,
+            speaker,
+            names,
+        )
     else:
         sql = _INSERT_WITH_ENTITIES.replace("{ctx}", "''")
         params = (*head, vec, speaker, names)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from memlane.store.hot import cache
 from memlane.store.hot.cache import Changes
-from memlane.store.hot.rows import NO_ENTITIES, HotRow, row_of_columns
+from memlane.store.hot.rows import NO_ENTITIES, HotRow, row_of_columns, turn_label
 from memlane.store.sqlite.db import Database, translate
 
 #: The log of a user is pruned (up to what this process applied) once it holds this many entries more than the floor.
@@ -26,14 +26,18 @@ _BLOCK = 512
 
 _COLUMNS = (
     "m.pk, m.id, m.kind, m.session_id, m.position, m.ts, m.importance, m.event_time, m.event_end, m.category, "
-    "m.intent, m.valid_until IS NULL, coalesce(f.body, m.text), m.text"
+    "m.intent, m.valid_until IS NULL, coalesce(f.body, m.text), m.text, m.role, m.speaker"
 )
 _FROM = "memories m LEFT JOIN memories_fts f ON f.rowid = m.pk"
 
 
 def hot_row(r: Sequence[object], entities: dict[int, dict[str, bool]]) -> HotRow:
     """A model row from the selected columns (``_COLUMNS``'s order) and the entity links by row key."""
-    return row_of_columns(r, entities.get(int(r[0]), NO_ENTITIES))  # type: ignore[call-overload]
+    return row_of_columns(
+        r,
+        entities.get(int(r[0]), NO_ENTITIES),  # type: ignore[call-overload]
+        turn_label(r[14], r[15]),
+    )
 
 
 def entity_links(rows: Iterable[Sequence[object]]) -> dict[int, dict[str, bool]]:

@@ -11,6 +11,7 @@ from typing import Any, Final
 import memlane.store.sqlite.text as text_sql
 from memlane.embedding.base import Vectors
 from memlane.models import HistoryEvent, MemoryItem, MemoryKind
+from memlane.store.hot.rows import turn_label
 from memlane.store.records import embed_hash
 from memlane.store.sqlite.db import marks
 from memlane.store.sqlite.entities import entity_rows, write_entities
@@ -80,10 +81,10 @@ def insert_rows(
             for item in items
         ],
     )
-    turns: dict[tuple[str, str | None, int], list[str]] = {}
+    turns: dict[tuple[str, str | None, int], list[MemoryItem]] = {}
     for item in items:
         if item.kind == MemoryKind.MESSAGE and item.position is not None:
-            turns.setdefault((item.user_id, item.session_id, item.position), []).append(item.text)
+            turns.setdefault((item.user_id, item.session_id, item.position), []).append(item)
     entries = []
     for pk, item, body in zip(pks, items, bodies, strict=True):
         ctx = _batch_context(item, turns, first_new)
@@ -116,7 +117,7 @@ def insert_all(c: sqlite3.Connection, head: str, rows: Sequence[tuple[Any, ...]]
 
 def _batch_context(
     item: MemoryItem,
-    turns: Mapping[tuple[str, str | None, int], list[str]],
+    turns: Mapping[tuple[str, str | None, int], list[MemoryItem]],
     first_new: Mapping[tuple[str, str | None], int],
 ) -> str | None:
     """The previous turn's text when it is a turn of this batch and no stored row can share its position (it
@@ -128,7 +129,10 @@ def _batch_context(
     if first is None or item.position - 1 < first:
         return None
     previous = turns.get((item.user_id, item.session_id, item.position - 1), [])
-    return previous[0] if len(previous) == 1 else None if previous else ""
+    if len(previous) != 1:
+        return None if previous else ""
+    before = previous[0]  # only a reply (another role or speaker) takes it: ``turn_label``
+    return before.text if turn_label(before.role, before.speaker) != turn_label(item.role, item.speaker) else ""
 
 
 def number_turns(c: sqlite3.Connection, items: Sequence[MemoryItem]) -> dict[tuple[str, str | None], int]:

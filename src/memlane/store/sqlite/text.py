@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import ClassVar, Final
 
 from memlane.models import Filters, MemoryItem, MemoryKind
+from memlane.store.hot.rows import turn_label
 from memlane.store.sql.filters import FilterSQL
 from memlane.store.sql.text import SQLTextIndex
 from memlane.store.sqlite.db import Database
@@ -57,10 +58,12 @@ def previous_turn(c: sqlite3.Connection, item: MemoryItem) -> str:
     if item.kind != MemoryKind.MESSAGE or not item.position:
         return ""
     row = c.execute(
-        "SELECT text FROM memories WHERE user_id = ? AND session_id IS ? AND position = ? AND kind = 'message'",
+        "SELECT text, role, speaker FROM memories WHERE user_id = ? AND session_id IS ? AND position = ? "
+        "AND kind = 'message'",
         (item.user_id, item.session_id, item.position - 1),
     ).fetchone()
-    return str(row[0]) if row else ""
+    # only a reply (another role or speaker) takes it: ``turn_label``
+    return str(row[0]) if row and turn_label(row[1], row[2]) != turn_label(item.role, item.speaker) else ""
 
 
 def turn_of(c: sqlite3.Connection, pk: int) -> tuple[str, str | None, int] | None:
@@ -81,15 +84,12 @@ def refresh_next_context(c: sqlite3.Connection, turn: tuple[str, str | None, int
     if turn is None:
         return
     user_id, session_id, position = turn
-    text = c.execute(
-        "SELECT text FROM memories WHERE user_id = ? AND session_id IS ? AND position = ? AND kind = 'message'",
-        (user_id, session_id, position),
-    ).fetchone()
-    c.execute(
-        "UPDATE memories_fts SET ctx = ? WHERE rowid IN (SELECT pk FROM memories WHERE user_id = ? "
-        "AND session_id IS ? AND position = ? AND kind = 'message')",
-        ("" if text is None else str(text[0]), user_id, session_id, position + 1),
-    )
+    turns = "SELECT pk, text, role, speaker FROM memories WHERE user_id = ? AND session_id IS ? AND position = ? "
+    turns += "AND kind = 'message'"
+    here = c.execute(turns, (user_id, session_id, position)).fetchone()
+    for pk, _, role, speaker in c.execute(turns, (user_id, session_id, position + 1)).fetchall():
+        reply = here is not None and turn_label(here[2], here[3]) != turn_label(role, speaker)
+        c.execute("UPDATE memories_fts SET ctx = ? WHERE rowid = ?", (str(here[1]) if reply else "", pk))
 
 
 def index_entry(c: sqlite3.Connection, pk: int, item: MemoryItem, body: str, ctx: str | None = None) -> None:
