@@ -304,3 +304,15 @@ def test_store_and_records_stand_below_the_domain() -> None:
     for module in floor:
         above = {d for d in graph[module] if d.split(".")[1] in DOMAIN_PACKAGES}
         assert not above, f"{module} imports {sorted(above)}"
+
+
+def test_the_two_sql_backends_stand_side_by_side() -> None:
+    """PostgreSQL and SQLite share what is written once through ``memlane.store.sql``, never each other's modules."""
+    graph = _module_imports()
+    for module, deps in graph.items():
+        for mine, other in (
+            ("memlane.store.postgres", "memlane.store.sqlite"),
+            ("memlane.store.sqlite", "memlane.store.postgres"),
+        ):
+            if module.startswith(mine):
+                assert not {d for d in deps if d.startswith(other)}, f"{module} imports {other}"

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from memlane.models import MemoryItem, MemoryKind
 from memlane.store.postgres.db import Database
 from memlane.store.postgres.rows import SELECT_ITEM
-from memlane.store.sqlite.rows import row_to_item
+from memlane.store.sql.rows import row_to_item
 
 
 class PostgresSourced:

@@ -8,7 +8,7 @@ from memlane.models import MemoryItem
 from memlane.records.timeline import TimelineCursor, TimelineFilter
 from memlane.store.postgres.db import Database
 from memlane.store.postgres.rows import SELECT_ITEM
-from memlane.store.sqlite.rows import row_to_item, to_micros
+from memlane.store.sql.rows import row_to_item, to_micros
 from memlane.store.timeline import timeline_sql
 
 
