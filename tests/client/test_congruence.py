@@ -101,6 +101,7 @@ def scenario(call: Call) -> Iterator[tuple[str, Any]]:
     yield step("timeline of an entity", "timeline", user_id="ana", where=TimelineFilter(entity="my sister"))
     yield step("timeline bad cursor", "timeline", user_id="ana", after="yesterday|abc")
     yield step("timeline limit zero", "timeline", user_id="ana", limit=0)
+    yield step("timeline kind as text", "timeline", user_id="ana", where=TimelineFilter(kind="fact"))  # type: ignore[arg-type]
     yield step("update", "update", first, user_id="ana", text="My sister Mel moved to Boulder.", importance=0.9)
     yield step("history", "history", first, user_id="ana")
     yield step("feedback", "feedback", hits[0], useful=True)
@@ -200,6 +201,7 @@ def test_the_scenario_does_what_it_says(tmp_path: Path):
     assert steps["timeline next page"] == steps["timeline next page (encoded)"]
     assert steps["timeline next page"]["items"] and steps["timeline of facts"]["items"]
     assert steps["timeline bad cursor"] == steps["timeline limit zero"] == "error ValidationError"
+    assert steps["timeline kind as text"] == "error ValidationError"
     assert steps["get missing"] == "error NotFoundError" and steps["empty message"] == "error ValidationError"
     assert steps["top_k zero"] == "error ValidationError" and steps["job of nobody"] == "error NotFoundError"
     assert (

@@ -14,8 +14,9 @@ from memlane.client.wire import Plan, Request, segment
 from memlane.errors import ValidationError
 from memlane.graph.neighbourhood import Neighbourhood
 from memlane.graph.types import RelationEdge
-from memlane.models import ArchivedMemory, MemoryItem
+from memlane.models import ArchivedMemory, MemoryItem, MemoryKind
 from memlane.records.timeline import TimelineCursor, TimelineFilter, TimelinePage
+from memlane.security.validation import check_bool
 
 _EDGES = TypeAdapter(list[RelationEdge])
 _NEIGHBOURHOOD = TypeAdapter(Neighbourhood)
@@ -45,6 +46,10 @@ def timeline(
         where = TimelineFilter()
     elif not isinstance(where, TimelineFilter):
         raise ValidationError("where must be a TimelineFilter")
+    if where.kind is not None and not isinstance(where.kind, MemoryKind):  # as the library refuses them
+        raise ValidationError(f"kind must be a MemoryKind, got {where.kind!r:.40}")
+    check_bool(where.include_superseded, what="include_superseded")
+    check_bool(where.flagged_only, what="flagged_only")
     if isinstance(after, TimelineCursor):
         after = after.encode()
     elif after is not None and not isinstance(after, str):
