@@ -27,6 +27,8 @@ from memlane.errors import (
     StoreError,
     ValidationError,
 )
+from memlane.models import MemoryKind
+from memlane.records.timeline import TimelineFilter
 from tests.client.conftest import Served
 
 #: Wall-clock times of the run (when stored, accessed, flagged, archived): everything else must agree.
@@ -91,6 +93,15 @@ def scenario(call: Call) -> Iterator[tuple[str, Any]]:
     yield step("list facts", "list", user_id="ana", filters={"kind": ["fact", "preference"]})
     yield step("list since", "list", user_id="ana", filters={"since": "2024-03-02T00:00:00Z", "role": "user"}, limit=2)
     yield step("list unknown filter", "list", user_id="ana", filters={"colour": "red"})
+    page = call("timeline", user_id="ana", limit=2)
+    yield "timeline", page
+    yield step("timeline next page", "timeline", user_id="ana", limit=2, after=page.next)
+    yield step("timeline next page (encoded)", "timeline", user_id="ana", limit=2, after=page.next.encode())
+    yield step("timeline of facts", "timeline", user_id="ana", where=TimelineFilter(kind=MemoryKind.FACT))
+    yield step("timeline of an entity", "timeline", user_id="ana", where=TimelineFilter(entity="my sister"))
+    yield step("timeline bad cursor", "timeline", user_id="ana", after="yesterday|abc")
+    yield step("timeline limit zero", "timeline", user_id="ana", limit=0)
+    yield step("timeline kind as text", "timeline", user_id="ana", where=TimelineFilter(kind="fact"))  # type: ignore[arg-type]
     yield step("update", "update", first, user_id="ana", text="My sister Mel moved to Boulder.", importance=0.9)
     yield step("history", "history", first, user_id="ana")
     yield step("feedback", "feedback", hits[0], useful=True)
@@ -186,6 +197,11 @@ def test_the_scenario_does_what_it_says(tmp_path: Path):
     assert steps["search (explained)"][0]["breakdown"]
     assert steps["graph"]["node"]["display"] == "Mel"
     assert steps["routines"] and steps["export"] > 0 and steps["import"] == steps["export"]
+    assert len(steps["timeline"]["items"]) == 2 and steps["timeline"]["next"]
+    assert steps["timeline next page"] == steps["timeline next page (encoded)"]
+    assert steps["timeline next page"]["items"] and steps["timeline of facts"]["items"]
+    assert steps["timeline bad cursor"] == steps["timeline limit zero"] == "error ValidationError"
+    assert steps["timeline kind as text"] == "error ValidationError"
     assert steps["get missing"] == "error NotFoundError" and steps["empty message"] == "error ValidationError"
     assert steps["top_k zero"] == "error ValidationError" and steps["job of nobody"] == "error NotFoundError"
     assert (

@@ -191,6 +191,7 @@ ROUTES: list[tuple[str, str, dict[str, Any], str]] = [
     ("POST", "/v1/ask", {"json": {"user_id": "ana", "question": "hi"}}, "read"),
     ("GET", "/v1/graph", {"params": {"user_id": "ana", "entity": "Mel"}}, "read"),
     ("GET", "/v1/relations", {"params": {"user_id": "ana"}}, "read"),
+    ("GET", "/v1/timeline", {"params": {"user_id": "ana"}}, "read"),
     (
         "POST",
         "/v1/observations",

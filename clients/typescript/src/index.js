@@ -144,6 +144,10 @@ export class MemlaneClient {
    * @param {Body<"query_memories">} body @returns {Promise<Result<"query_memories">>} */
   queryMemories(body) { return this.#json("POST", "/v1/memories/query", { json: body }); }
 
+  /** One page of a user's memories newest first by when they happened; pass the page's `next` as `after`.
+   * @param {Query<"timeline">} query @returns {Promise<Result<"timeline">>} */
+  timeline(query) { return this.#json("GET", "/v1/timeline", { query }); }
+
   /** @param {string} memoryId @param {Body<"update_memory">} body @returns {Promise<Result<"update_memory">>} */
   updateMemory(memoryId, body) { return this.#json("PATCH", `/v1/memories/${seg(memoryId)}`, { json: body }); }
 

@@ -50,6 +50,16 @@ test("add, search with explain, context, get, update, history, delete", async ()
   assert.ok(listed.some((m) => m.id === id));
   const typed = await client.queryMemories({ user_id: "ana", filters: { kind: ["fact", "relation"] } });
   assert.ok(typed.length > 0 && typed.every((m) => m.kind === "fact" || m.kind === "relation"));
+  const first = await client.timeline({ user_id: "ana", limit: 1 });
+  assert.equal(first.items.length, 1);
+  assert.ok(first.next, "more than one memory: a next page");
+  const second = await client.timeline({ user_id: "ana", limit: 1, after: first.next });
+  assert.equal(second.items.length, 1);
+  assert.notEqual(second.items[0].id, first.items[0].id);
+  const facts = await client.timeline({ user_id: "ana", kind: "fact" });
+  assert.ok(facts.items.length > 0 && facts.items.every((m) => m.kind === "fact"));
+  await assert.rejects(client.timeline({ user_id: "ana", after: "not a cursor" }),
+    (err) => err instanceof MemlaneError && err.status === 400);
   await client.recordFeedback({ user_id: "ana", memory_id: best.memory.id, query: best.query ?? "", useful: true });
   const gone = await client.deleteMemory(id, { user_id: "ana" });
   assert.equal(gone.deleted?.[0], id);

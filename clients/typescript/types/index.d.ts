@@ -75,6 +75,9 @@ export class MemlaneClient {
     /** A user's memories matching any of the library's filters (kind, role, speaker, since, until, metadata, ...).
      * @param {Body<"query_memories">} body @returns {Promise<Result<"query_memories">>} */
     queryMemories(body: Body<"query_memories">): Promise<Result<"query_memories">>;
+    /** One page of a user's memories newest first by when they happened; pass the page's `next` as `after`.
+     * @param {Query<"timeline">} query @returns {Promise<Result<"timeline">>} */
+    timeline(query: Query<"timeline">): Promise<Result<"timeline">>;
     /** @param {string} memoryId @param {Body<"update_memory">} body @returns {Promise<Result<"update_memory">>} */
     updateMemory(memoryId: string, body: Body<"update_memory">): Promise<Result<"update_memory">>;
     /** @param {string} memoryId @param {Query<"delete_memory">} query @returns {Promise<Result<"delete_memory">>} */

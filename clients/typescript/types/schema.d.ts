@@ -673,6 +673,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Timeline
+         * @description One page of a user's memories newest first by when they happened (event time, else when stored), filtered
+         *     exactly (kind, category, entity, validity, flag); pass the page's `next` as `after` for the next page.
+         */
+        get: operations["timeline"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1795,6 +1816,19 @@ export interface components {
             truncated?: boolean;
             /** Value */
             value?: number | boolean | string | string[] | null;
+        };
+        /**
+         * TimelineResponse
+         * @description ``GET /v1/timeline``: one page of a user's timeline and the cursor of the next (``null`` on the last page).
+         */
+        TimelineResponse: {
+            /** Items */
+            items: components["schemas"]["MemoryItem"][];
+            /**
+             * Next
+             * @description pass as `after` for the next page; null on the last page
+             */
+            next: string | null;
         };
         /**
          * UpdateRequest
@@ -4799,6 +4833,92 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Stats"];
+                };
+            };
+            /** @description invalid input (the detail names the field and the limit) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no key, an unknown key or a revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the key lacks the scope this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit of this key exceeded; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description server busy or store unavailable; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    timeline: {
+        parameters: {
+            query: {
+                /** @description the user within the key's tenant */
+                user_id: string;
+                kind?: components["schemas"]["MemoryKind"] | null;
+                category?: string | null;
+                /** @description a name or alias */
+                entity?: string | null;
+                include_superseded?: boolean;
+                flagged_only?: boolean;
+                limit?: number;
+                /** @description the `next` of a page */
+                after?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TimelineResponse"];
                 };
             };
             /** @description invalid input (the detail names the field and the limit) */

@@ -6,19 +6,65 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
 from memlane.apikeys import KeyInfo, NewKeyInfo, ScopeName
 from memlane.client.plans import ITEM, ITEMS, OBJECT, no_tenant, present, required_user
 from memlane.client.wire import Plan, Request, segment
+from memlane.errors import ValidationError
 from memlane.graph.neighbourhood import Neighbourhood
 from memlane.graph.types import RelationEdge
-from memlane.models import ArchivedMemory, MemoryItem
+from memlane.models import ArchivedMemory, MemoryItem, MemoryKind
+from memlane.records.timeline import TimelineCursor, TimelineFilter, TimelinePage
+from memlane.security.validation import check_bool
 
 _EDGES = TypeAdapter(list[RelationEdge])
 _NEIGHBOURHOOD = TypeAdapter(Neighbourhood)
 _ARCHIVED = TypeAdapter(list[ArchivedMemory])
 _IDS = TypeAdapter(list[str])
+
+
+class _Page(BaseModel):
+    items: list[MemoryItem]
+    next: str | None
+
+
+_PAGE = TypeAdapter(_Page)
+
+
+def timeline(
+    *,
+    user_id: str,
+    where: TimelineFilter | None = None,
+    limit: int = 50,
+    after: TimelineCursor | str | None = None,
+    tenant: str | None = None,
+) -> Plan[TimelinePage]:
+    """``Memory.timeline``: one page of the user's memories newest first, and the cursor of the next."""
+    no_tenant(tenant)
+    if where is None:
+        where = TimelineFilter()
+    elif not isinstance(where, TimelineFilter):
+        raise ValidationError("where must be a TimelineFilter")
+    if where.kind is not None and not isinstance(where.kind, MemoryKind):  # as the library refuses them
+        raise ValidationError(f"kind must be a MemoryKind, got {where.kind!r:.40}")
+    check_bool(where.include_superseded, what="include_superseded")
+    check_bool(where.flagged_only, what="flagged_only")
+    if isinstance(after, TimelineCursor):
+        after = after.encode()
+    elif after is not None and not isinstance(after, str):
+        raise ValidationError("after must be a TimelineCursor, its encoded string, or None")
+    params = {
+        "user_id": required_user(user_id),
+        "limit": limit,
+        "include_superseded": where.include_superseded,
+        "flagged_only": where.flagged_only,
+        **present(kind=None if where.kind is None else str(where.kind), category=where.category),
+        **present(entity=where.entity, after=after),
+    }
+    reply = yield Request("GET", "/v1/timeline", params=params)
+    page = reply.parse(_PAGE)
+    return TimelinePage(page.items, None if page.next is None else TimelineCursor.decode(page.next))
 
 
 def graph(entity: str, *, user_id: str, tenant: str | None = None, limit: int = 10) -> Plan[Neighbourhood]:

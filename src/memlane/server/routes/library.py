@@ -13,9 +13,17 @@ from memlane.answer.ask import Answer
 from memlane.engine import Memory
 from memlane.graph.neighbourhood import Neighbourhood
 from memlane.graph.types import RelationEdge
-from memlane.models import AddResult, ArchivedMemory, JobResult, MemoryItem
+from memlane.models import AddResult, ArchivedMemory, JobResult, MemoryItem, MemoryKind
+from memlane.records.timeline import TimelineFilter, TimelinePage
 from memlane.server.routes.deps import Reader, Svc, Writer
-from memlane.server.routes.requests import AskRequest, ObserveRequest, QueryRequest, RestoreRequest, RoutinesRequest
+from memlane.server.routes.requests import (
+    AskRequest,
+    ObserveRequest,
+    QueryRequest,
+    RestoreRequest,
+    RoutinesRequest,
+    TimelineResponse,
+)
 
 router = APIRouter()
 UserQ = Annotated[str, Query(min_length=1, max_length=256, description="the user within the key's tenant")]
@@ -58,6 +66,31 @@ async def query_memories(body: QueryRequest, who: Reader, svc: Svc) -> list[Memo
         user_id=body.user_id,
         describe=lambda r: f"{len(r)} memories",
     )
+
+
+@router.get("/v1/timeline", response_model=TimelineResponse, tags=["memories"])
+async def timeline(
+    who: Reader,
+    svc: Svc,
+    user_id: UserQ,
+    kind: MemoryKind | None = None,
+    category: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
+    entity: Annotated[str | None, Query(min_length=1, max_length=256, description="a name or alias")] = None,
+    include_superseded: bool = False,
+    flagged_only: bool = False,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    after: Annotated[str | None, Query(min_length=1, max_length=512, description="the `next` of a page")] = None,
+) -> TimelineResponse:
+    """One page of a user's memories newest first by when they happened (event time, else when stored), filtered
+    exactly (kind, category, entity, validity, flag); pass the page's `next` as `after` for the next page.
+    """
+    where = TimelineFilter(kind, category, entity, include_superseded, flagged_only)
+
+    def run(m: Memory) -> TimelinePage:
+        return m.timeline(user_id=user_id, where=where, limit=limit, after=after, tenant=who.tenant)
+
+    page = await svc.call(who, "timeline", run, user_id=user_id, describe=lambda p: f"{len(p.items)} memories")
+    return TimelineResponse(items=page.items, next=None if page.next is None else page.next.encode())
 
 
 @router.get("/v1/graph", response_model=Neighbourhood, tags=["graph"])

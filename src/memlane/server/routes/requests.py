@@ -10,6 +10,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlane.apikeys import KeyInfo, ScopeName
+from memlane.models import MemoryItem
 from memlane.observe import Observation
 from memlane.server.keys import ApiKey
 
@@ -100,6 +101,13 @@ class Counted(BaseModel):
     """How many memories (or jobs) a call changed."""
 
     count: int
+
+
+class TimelineResponse(BaseModel):
+    """``GET /v1/timeline``: one page of a user's timeline and the cursor of the next (``null`` on the last page)."""
+
+    items: list[MemoryItem]
+    next: str | None = Field(description="pass as `after` for the next page; null on the last page")
 
 
 class KeyRequest(_Strict):
