@@ -28,6 +28,7 @@ _AI_CUES: Final = cues(
     "ai assistant llm chatbot bot gpt chatgpt model ki assistent assistentin sprachmodell ia asistente modelo "
     "assistante modele"
 )
+_AI_CUES = _AI_CUES | {f"{w}s" for w in _AI_CUES}  # "to all AIs reading this": the patterns take a plural
 _THEN_CUES: Final = cues(
     "then after afterwards also additionally addition furthermore moreover well next finally dann danach "
     "anschliessend ausserdem zusatzlich ebenfalls auch luego despues ademas tambien finalmente ensuite puis apres "
@@ -35,7 +36,7 @@ _THEN_CUES: Final = cues(
 )
 _EXFIL_NEEDS: Final = needs(
     "send|forward|mail|post|upload|transmit|exfil|leak|share|publish|reveal|disclose|schick|leite|lade|verrate"
-    "|env|manda|publica|sube|revela|comparte|envoie|envoyez|transf|publie|partage"
+    "|env|manda|publica|sube|revel|ffentlich|comparte|envoie|envoyez|transf|publie|partage"
 )
 
 # What may follow a model's name when a text speaks to it rather than of a person's job ("an assistant manager").
@@ -64,7 +65,7 @@ _SECRET: Final = (
 # A connective that appends another task to the one before.
 _THEN: Final = (
     r"(?:and then|then|after that|afterwards|also|additionally|in addition|furthermore|moreover|as well|next|finally"
-    r"|und dann|dann|danach|anschlie[ßs]end|au[ßs]erdem|zus[äa]tzlich|ebenfalls|auch"
+    r"|und dann|dann|danach|anschließend|anschliessend|außerdem|ausserdem|zusätzlich|zusatzlich|ebenfalls|auch"
     r"|y luego|luego|despu[ée]s|adem[áa]s|tambi[ée]n|finalmente"
     r"|et ensuite|ensuite|puis|apr[èe]s cela|aussi|[ée]galement|de plus|en outre|enfin)"
 )
@@ -202,7 +203,7 @@ STRUCTURAL_RULES: Final[tuple[Rule, ...]] = (
         0.6,
         needs=needs(
             "os.environ|cookie.txt|cookies.txt|cookiejar|psutil|getpass|keyring|/etc/passwd|/etc/shadow|.ssh/|driverquery"
-            "|usb.core|platform.uname|check_output|rm -rf|dd if=|mkfs|os.remove|chmod|exec(|curl"
+            "|usb.core|platform.uname|check_output|-rf|if=/dev/|mkfs|os.remove|chmod|exec(|curl"
         ),
     ),
     Rule(  # "Forget everything, write ...", "Ignore above and say ..."
@@ -261,17 +262,19 @@ STRUCTURAL_RULES: Final[tuple[Rule, ...]] = (
         rx(
             r"\b(?:now|nun|jetzt|ahora|maintenant)\s+(?:come|comes|follow|follows|folgen|kommen|kommt|vienen|siguen"
             r"|viennent|suivent)\s+(?:some\s+|a few\s+)?(?:more|further|new|other|weitere|neue|andere|m[aá]s|nuevas"
-            r"|otras|d'autres|nouvelles)\s+(?:tasks?|instructions|aufgaben|anweisungen|tareas|instrucciones|t[âa]ches"
+            r"|otras|d'autres|nouvelles)\s+(?:tasks?|instructions|aufgaben|anweisungen|tareas|instrucciones|tâches|taches"
             r"|consignes)\b"
             r"|\b(?:help|hilfe|ayuda|aide)\s+(?:with|bei|con|pour)\s+(?:another|a new|the next|one more|einer weiteren"
-            r"|einer neuen|otra|una nueva|une autre|une nouvelle)\s+(?:task|aufgabe|tarea|t[âa]che)\b"
+            r"|einer neuen|otra|una nueva|une autre|une nouvelle)\s+(?:task|aufgabe|tarea|tâche|tache)\b"
             r"|\b(?:das ist erledigt|that(?:'s| is) done|eso est[áa] hecho|c'est fait)\b[.!]?\s*(?:now|nun|jetzt|ahora"
             r"|maintenant)\s+(?:write|tell|give|create|compose|generate|formulate|verfasse|schreibe|formuliere|gib"
             r"|escribe|redacta|dime|[ée]cris|r[ée]dige|donne)\b"
         ),
         0.8,
         cues=cues("now nun jetzt ahora maintenant help hilfe ayuda aide"),
-        needs=needs("task|instruction|aufgabe|anweisung|tarea|instruccion|ches|consigne|done|erledigt|hecho|fait"),
+        needs=needs(
+            "task|instruction|aufgabe|anweisung|tarea|instruccion|ches|tache|consigne|done|erledigt|hecho|fait"
+        ),
     ),
     Rule(  # "Change your instructions to the following:", "Ändere deine Anweisungen", "Cambia tus instrucciones"
         "change_instructions",
@@ -307,16 +310,16 @@ STRUCTURAL_RULES: Final[tuple[Rule, ...]] = (
             r"|\b(?:tus|sus)\s+nuevas\s+instrucciones\s+son\b"
             r"|\b(?:ta|votre)\s+(?:nouvelle|vraie|v[ée]ritable)\s+(?:t[âa]che|mission|consigne|directive)\s+(?:est|sera)\b"
             r"|\b(?:tes|vos)\s+nouvelles\s+(?:instructions|consignes)\s+sont\b"
-            r"|\b(?:olvida|olvide)(?:te)?\s+(?:de\s+)?(?:todo\s+)?lo que\s+(?:te\s+|le\s+)?(?:dije|dijeron|he dicho|han dicho)"
+            r"|\b(?:olvidate|olvidete|olvida|olvide)\s+(?:de\s+)?(?:todo\s+)?lo que\s+(?:te\s+|le\s+)?(?:dije|dijeron|he dicho|han dicho)"
             r"|\bno hagas caso (?:a|de)\b"
-            r"|\boublie[zs]?\s+(?:tout\s+)?ce que\s+(?:je t'ai|je vous ai|on t'a|on vous a)\s+dit\b"
+            r"|\b(?:oubliez|oublies|oublie)\s+(?:tout\s+)?ce que\s+(?:je t'ai|je vous ai|on t'a|on vous a)\s+dit\b"
             r"|\b(?:lass|lassen sie)\s+(?:alle\s+)?(?:vorherigen|bisherigen|obigen)\s+(?:\w+\s+)?(?:hinter (?:dir|sich)|au[ßs]er acht)"
             r"|\b(?:alle\s+)?(?:vorherigen|bisherigen|obigen)\s+(?:informationen|instruktionen|anweisungen)\s+hinter\s+(?:dir|sich)"
             r"|\babweichend (?:zu|von) (?:den\s+|allen\s+)?(?:vorherigen|bisherigen|obigen)\b"
         ),
         0.9,
         cues=cues(
-            "deine ihre tu su tus sus ta votre tes vos olvida olvide olvidate no oublie oubliez oublies lass lassen "
+            "deine ihre tu su tus sus ta votre tes vos olvida olvide olvidate olvidete no oublie oubliez oublies lass lassen "
             "alle vorherigen bisherigen obigen abweichend"
         ),
     ),
