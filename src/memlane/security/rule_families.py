@@ -24,11 +24,11 @@ _AI: Final = (
     r"|ki|assistent|assistentin|sprachmodell|ia|asistente|modelo de lenguaje|assistante|mod[èe]le de langage)"
 )
 # Words one of which every address to a model holds (for the cheap skip of plain ASCII text).
-_AI_CUES: Final = cues(
+_AI_WORDS: Final = cues(
     "ai assistant llm chatbot bot gpt chatgpt model ki assistent assistentin sprachmodell ia asistente modelo "
     "assistante modele"
 )
-_AI_CUES = _AI_CUES | {f"{w}s" for w in _AI_CUES}  # "to all AIs reading this": the patterns take a plural
+_AI_CUES: Final = _AI_WORDS | {f"{w}s" for w in _AI_WORDS}  # "to all AIs reading this": the patterns take a plural
 _THEN_CUES: Final = cues(
     "then after afterwards also additionally addition furthermore moreover well next finally dann danach "
     "anschliessend ausserdem zusatzlich ebenfalls auch luego despues ademas tambien finalmente ensuite puis apres "
