@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -19,6 +19,8 @@ from memlane.cli.options import PRESET_NAMES
 from memlane.errors import MemlaneError
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from memlane.bench.labelled import LabelledSet
 
 out = Console(soft_wrap=True)
@@ -129,6 +131,39 @@ def run_labelled(
         fail_run(str(exc))
     report.command = command_line(name)
     out.print(render_set_report(report), highlight=False)
+    if json_out is not None:
+        write_json(report, json_out)
+        err.print(f"wrote {json_out}")
+
+
+R = TypeVar("R", bound="BaseModel")
+
+
+def run_checkpointed(
+    name: str,
+    run: Callable[[RichTracker, Callable[[BaseModel], None]], R],
+    render: Callable[[R], str],
+    json_out: Path | None,
+) -> None:
+    """Run a bench whose partial report is written to ``json_out`` after each point (so a long run that is stopped
+    keeps what it measured); print the final report and write it.
+    """
+    from memlane.bench.locomo import write_json
+
+    command = command_line(name)
+
+    def checkpoint(partial: BaseModel) -> None:
+        partial.command = command  # type: ignore[attr-defined]  # every bench report has one
+        if json_out is not None:
+            write_json(partial, json_out)
+
+    try:
+        with tracking() as tracker:
+            report = run(tracker, checkpoint)
+    except MemlaneError as exc:
+        fail_run(str(exc))
+    report.command = command  # type: ignore[attr-defined]
+    out.print(render(report), highlight=False)
     if json_out is not None:
         write_json(report, json_out)
         err.print(f"wrote {json_out}")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,9 +16,17 @@ from memlane.cli.bench_common import (
     err,
     fail_run,
     out,
+    run_checkpointed,
     tracking,
 )
 from memlane.errors import MemlaneError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from memlane.bench.peers import PeersReport
+    from memlane.bench.scale import ScaleReport
+    from memlane.cli.bench_common import RichTracker
 
 
 def bench_scale(
@@ -62,10 +71,9 @@ def bench_scale(
     ] = 1,
 ) -> None:
     """Ingest items/s, search p50/p95/p99 (alone, and right after an add), peak RSS and disk against size and users."""
-    from memlane.bench.locomo import write_json
-    from memlane.bench.scale import ScalePlan, ScaleReport, render_scale, run_scale
+    from memlane.bench.scale import ScalePlan, render_scale, run_scale
 
-    try:
+    def run(tracker: RichTracker, checkpoint: Callable[[BaseModel], None]) -> ScaleReport:
         plan = ScalePlan.build(
             sizes=sizes,
             embedders=embedders,
@@ -78,22 +86,9 @@ def bench_scale(
             filled=filled,
             clients=clients,
         )
-        command = command_line("scale")
+        return run_scale(data, memorybank, plan, tracker=tracker, on_point=checkpoint)
 
-        def checkpoint(partial: ScaleReport) -> None:
-            partial.command = command
-            if json_out is not None:
-                write_json(partial, json_out)
-
-        with tracking() as tracker:
-            report = run_scale(data, memorybank, plan, tracker=tracker, on_point=checkpoint)
-    except MemlaneError as exc:
-        fail_run(str(exc))
-    report.command = command
-    out.print(render_scale(report), highlight=False)
-    if json_out is not None:
-        write_json(report, json_out)
-        err.print(f"wrote {json_out}")
+    run_checkpointed("scale", run, render_scale, json_out)
 
 
 def bench_ann(
@@ -176,10 +171,9 @@ def bench_peers(
     quick: QuickOpt = False,
 ) -> None:
     """Compare memlane with mem0, LanceDB, Chroma and BM25 (bm25s): LoCoMo recall, ingest and search speed."""
-    from memlane.bench.locomo import write_json
-    from memlane.bench.peers import PeerPlan, PeersReport, render_peers, run_peers
+    from memlane.bench.peers import PeerPlan, render_peers, run_peers
 
-    try:
+    def run(tracker: RichTracker, checkpoint: Callable[[BaseModel], None]) -> PeersReport:
         plan = PeerPlan.build(
             systems=systems,
             sizes=sizes,
@@ -190,22 +184,9 @@ def bench_peers(
             locomo=locomo,
             text_form=text_form,
         )
-        command = command_line("peers")
+        return run_peers(data, memorybank, plan, tracker=tracker, on_update=checkpoint)
 
-        def checkpoint(partial: PeersReport) -> None:
-            partial.command = command
-            if json_out is not None:
-                write_json(partial, json_out)
-
-        with tracking() as tracker:
-            report = run_peers(data, memorybank, plan, tracker=tracker, on_update=checkpoint)
-    except MemlaneError as exc:
-        fail_run(str(exc))
-    report.command = command
-    out.print(render_peers(report), highlight=False)
-    if json_out is not None:
-        write_json(report, json_out)
-        err.print(f"wrote {json_out}")
+    run_checkpointed("peers", run, render_peers, json_out)
 
 
 def bench_load(
