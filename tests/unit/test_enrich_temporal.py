@@ -175,3 +175,21 @@ def test_span_helpers() -> None:
     assert span.overlaps(only("this week"))
     assert not span.overlaps(only("last week"))
     assert not span.overlaps(only("next month"))
+
+
+@pytest.mark.parametrize("text", ["It expires on 9999-12-31.", "the week of 9999-12-31", "from 9999-12-31 on"])
+def test_a_date_whose_span_leaves_the_calendar_is_skipped_not_raised(text: str) -> None:
+    # The day after 9999-12-31 is no ``date``: found in the vim manual's examples, it failed the whole add
+    reference = datetime(2026, 1, 1, tzinfo=UTC)
+    assert extract_times(text, reference) == []
+    assert event_time(text, reference) is None
+
+
+def test_a_text_naming_the_last_day_of_the_calendar_is_stored_with_its_facts() -> None:
+    from memlane import Config, Memory
+    from memlane.embedding.fake import HashEmbedder
+
+    with Memory(":memory:", embedder=HashEmbedder(), config=Config(embedder="hash", infer=True)) as memory:
+        added = memory.add("The licence key expires on 9999-12-31. I live in Oslo.", user_id="u")
+        assert added.memories
+        assert any("Oslo" in hit.memory.text for hit in memory.search("where do I live", user_id="u"))

@@ -258,7 +258,20 @@ def _parse_dateparser(expression: str, reference_day: date, prefer: Prefer) -> t
 
 @lru_cache(maxsize=16_384)
 def _resolve(expression: str, reference_day: date, prefer: Prefer, kind: str) -> tuple[datetime, datetime, str] | None:
-    """Resolve one normalised candidate (cached: sessions repeat expressions and reference days)."""
+    """Resolve one normalised candidate (cached: sessions repeat expressions and reference days).
+
+    A date whose span leaves the calendar ("9999-12-31" ends on a day ``date`` cannot hold) has no span: skipped,
+    as an expression dateparser cannot read is.
+    """
+    try:
+        return _resolve_span(expression, reference_day, prefer, kind)
+    except (OverflowError, ValueError):
+        return None
+
+
+def _resolve_span(
+    expression: str, reference_day: date, prefer: Prefer, kind: str
+) -> tuple[datetime, datetime, str] | None:
     if kind == "window":
         # "in the past three weeks": from that many units ago up to the end of the reference day.
         amount = re.sub(r"^(?:(?:in|during|over|within|for) )?the (?:last|past) ", "", expression)
