@@ -260,6 +260,24 @@ def test_short_form_of_a_unique_first_name() -> None:
     assert resolver.resolve("Me") == "me"  # too short to guess
 
 
+def test_short_forms_follow_names_learnt_between_look_ups() -> None:
+    # the sorted person names are kept in step with each new name, not rebuilt: every answer must be the one a
+    # resolver built from scratch over the same table gives
+    resolver = EntityResolver()
+    steps = [
+        ("Hey Mel!", "Mel", "mel"),
+        ("Thanks, Melanie!", "Mel", "melanie"),
+        ("Melvin Jones said hi.", "Mel", "mel"),  # two people it could be: no guess
+        ("I saw Dora at the market.", "Dor", "dora"),
+        ("Dora Diaz brought cake.", "Dor", "dora diaz"),  # the first name seen alone was her all along
+        ("Doris Day sang.", "Dor", "dor"),
+    ]
+    for text, short, expected in steps:
+        resolver.observe(text, "Caroline")
+        assert resolver.resolve(short) == expected, text
+        assert EntityResolver.from_rows(resolver.to_rows()).resolve(short) == expected, text
+
+
 def test_rows_round_trip() -> None:
     resolver = EntityResolver()
     resolver.observe("My sister Anna moved to New York.", "Maya")

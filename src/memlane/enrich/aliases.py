@@ -121,6 +121,22 @@ class EntityResolver:
             self._persons = sorted(name for name, kind in self._kinds.items() if kind == "person")
         return self._persons
 
+    def _set_kind(self, key: str, kind: str) -> None:
+        """Record ``key``'s kind, keeping the sorted person names in step (one insertion or removal, not a re-sort:
+        a scope of documents meets new capitalised names on every add).
+        """
+        was_person = self._kinds.get(key) == "person"
+        self._kinds[key] = kind
+        if self._persons is not None and was_person != (kind == "person"):
+            if kind == "person":
+                bisect.insort(self._persons, key)
+            else:
+                del self._persons[bisect.bisect_left(self._persons, key)]
+
+    def _drop_kind(self, key: str) -> None:
+        if self._kinds.pop(key) == "person" and self._persons is not None:
+            del self._persons[bisect.bisect_left(self._persons, key)]
+
     def __len__(self) -> int:
         return len(self._kinds)
 
@@ -140,8 +156,7 @@ class EntityResolver:
         if key in self._aliases:  # a known alias, e.g. a first name already tied to a full name
             return self._aliases[key]
         if key not in self._kinds or (self._kinds[key] == "other" and kind != "other"):
-            self._kinds[key] = kind
-            self._persons = None
+            self._set_kind(key, kind)
         if len(display) >= len(self._display.get(key, "")):
             self._display[key] = display.strip()
         words = key.split()
@@ -170,8 +185,7 @@ class EntityResolver:
         self._aliases[first] = full
         self._taught.append(first)
         if first in self._kinds:  # the first name seen alone so far was this person all along
-            del self._kinds[first]
-            self._persons = None
+            self._drop_kind(first)
             self._display.pop(first, None)
             for alias, target in self._aliases.items():
                 if target == first:
