@@ -131,3 +131,17 @@ def test_the_library_refuses_the_same_values() -> None:
         for call in calls:
             with pytest.raises(MemlaneError):
                 call()
+
+
+@pytest.mark.parametrize(
+    "text", ["The licence key expires on 9999-12-31.", "What did I do the week before 0001-01-01?"]
+)
+def test_dates_at_the_ends_of_the_calendar_are_stored_and_searched_not_500(api: Api, text: str) -> None:
+    # the day after 9999-12-31 and the week before 0001-01-01 are no ``date``: they once failed add and search
+    added = api.client.post(
+        "/v1/memories", json={"user_id": "ana", "messages": [text], "infer": True}, headers=api.h("acme")
+    )
+    assert added.status_code == 200, added.text
+    found = api.client.post("/v1/search", json={"user_id": "ana", "query": text}, headers=api.h("acme"))
+    assert found.status_code == 200, found.text
+    assert found.json()["hits"][0]["memory"]["text"] == text

@@ -193,3 +193,9 @@ def test_a_text_naming_the_last_day_of_the_calendar_is_stored_with_its_facts() -
         added = memory.add("The licence key expires on 9999-12-31. I live in Oslo.", user_id="u")
         assert added.memories
         assert any("Oslo" in hit.memory.text for hit in memory.search("where do I live", user_id="u"))
+
+
+@pytest.mark.parametrize("query", ["the week before 0001-01-01", "two weeks before 0001-01-01"])
+def test_an_anchored_span_before_the_calendar_reads_as_before_its_anchor(query: str) -> None:
+    span = query_time_range(f"What did I do {query}?", datetime(2026, 1, 1, tzinfo=UTC))
+    assert span is not None and span.start == OPEN_START and span.end == datetime(1, 1, 1, tzinfo=UTC)

@@ -410,10 +410,14 @@ def query_time_range(query: str, now: datetime) -> TimeSpan | None:
         anchor = _resolve(_normalise(anchored.group("date")), reference_day, "past", "plain")
         if anchor is not None:
             groups = anchored.group("direction", "unit", "count", "units")
-            start, end, granularity = anchored_span(
-                anchor[0], anchor[1], direction=groups[0], unit=groups[1], count=groups[2], units=groups[3]
-            )
-            return TimeSpan(start, end, anchored.group(0), granularity)
+            try:
+                start, end, granularity = anchored_span(
+                    anchor[0], anchor[1], direction=groups[0], unit=groups[1], count=groups[2], units=groups[3]
+                )
+            except OverflowError:  # "the week before 0001-01-01" names no day: read as "before X" below
+                pass
+            else:
+                return TimeSpan(start, end, anchored.group(0), granularity)
     for match in _CANDIDATES.finditer(query):
         resolved = _resolve(_normalise(match.group(0)), reference_day, "past", _kind(match))
         if resolved is None:
