@@ -190,3 +190,28 @@ def test_a_batch_the_extractor_could_not_read_is_retried_too(memory: Memory, mon
     second = memory.run_job(job_id, policy=FAST)
     assert (second.status, second.attempts) == (RunStatus.DONE, 2)
     assert typed(memory)
+
+
+def test_only_a_job_taken_by_another_process_is_reported_lost(memory: Memory, caplog: pytest.LogCaptureFixture) -> None:
+    from memlane.store.outcome import JobOutcome
+
+    done_here = memory.add("I live in Boston", user_id="maya", async_mode=True).job_id
+    taken = memory.add("I work at Acme", user_id="maya", async_mode=True).job_id
+    assert done_here is not None and taken is not None
+    mine = Leases(memory._store, seconds=0.2)  # renews every 0.05 s
+    assert mine.claim_job_id(done_here) is not None
+    # finished here before ``drop``, as a synchronous add does: the renewal fails, and nothing was lost
+    memory._store.finish_job(JobOutcome(done_here, JobState.DONE, None, owner=mine.owner))
+    ghost = Leases(memory._store, seconds=0.01)
+    assert ghost.claim_job_id(taken) is not None
+    ghost.close()
+    time.sleep(0.02)
+    other = Leases(memory._store, seconds=30)
+    assert other.claim_job_id(taken) is not None  # taken over by a live process
+    with caplog.at_level("WARNING", logger="memlane.lifecycle.locks"):
+        mine.hold(taken)  # this process still thinks it holds it
+        time.sleep(0.3)
+    mine.close()
+    other.close()
+    lost = [r.getMessage() for r in caplog.records if "lost the lease" in r.getMessage()]
+    assert lost and all(taken in m for m in lost), lost

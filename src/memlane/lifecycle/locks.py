@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Final
 
 from memlane.errors import StoreError
-from memlane.models import Job
+from memlane.models import Job, JobState
 from memlane.store.base import JobQueue
 from memlane.store.outcome import JobClaim
 
@@ -161,12 +161,22 @@ class Leases:
                 jobs, locks = list(self._jobs), list(self._locks)
             try:
                 for job_id in jobs:
-                    if not self._store.renew_job(job_id, self.claim()):
+                    if not self._store.renew_job(job_id, self.claim()) and self._lost(job_id):
                         log.warning("lost the lease of job %s; its result will be discarded", job_id)
                 for name in locks:
                     self._store.acquire_lock(name, self.claim(), owner_is_dead)
             except Exception as exc:  # the store is closing or failing: the next beat tries again
                 log.warning("could not renew leases: %s", exc)
+
+    def _lost(self, job_id: str) -> bool:
+        """Whether a job whose renewal failed was taken from this process: not when it finished here meanwhile (it
+        is done before ``drop``, so a beat between the two finds it no longer running).
+        """
+        with self._mu:
+            if job_id not in self._jobs:
+                return False
+        job = self._store.find_job(job_id)
+        return job is not None and job.state is JobState.RUNNING
 
     def close(self) -> None:
         """Stop renewing (what is still held lapses on its own)."""
