@@ -29,7 +29,7 @@ from memlane.mcp.server import NOTHING_FOUND, build_server
 from memlane.scope import check_tenant
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = {"add", "search", "context", "ask", "get", "list", "update", "delete", "graph"}
+TOOLS = {"add", "search", "context", "ask", "get", "list", "timeline", "update", "delete", "graph"}
 CLI = "import sys; from memlane.cli import main; sys.argv[0] = 'memlane'; main()"
 
 
