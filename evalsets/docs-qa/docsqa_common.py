@@ -382,22 +382,53 @@ class Distractors:
             self.add_blocks(title, source, blocks)
 
 
-def finish(outdir, answers, queries, qrels, cands, copyright_path, skipped, n_pages, cap=4000):
+class Queries:
+    """The queries of a set with their answers: every FAQ entry whose question ends with "?" and
+    has an answer; the others are listed as skipped (``finish`` prints them)."""
+
+    def __init__(self):
+        self.answers, self.queries, self.qrels, self.skipped = {}, [], [], []
+
+    def add(self, page, title, question, text, source=None):
+        """One entry of ``page`` (its key and its name in the skipped list); ``source`` is
+        the answer's source field (``page`` by default)."""
+        if not question.endswith("?") or not text:
+            self.skipped.append((page, question))
+            return
+        key = (page, len(self.queries))
+        self.answers[key] = (title, text, page if source is None else source)
+        self.queries.append((key, question))
+        self.qrels.append((key, key))
+
+    def add_entries(self, page, title, entries, source=None):
+        """``entries``: ``[question, blocks]`` in page order, ``None`` where a section ended
+        (left out); the answer is the blocks joined by a blank line."""
+        for e in entries:
+            if e is None:
+                continue
+            question, blocks = e
+            self.add(page, title, question, "\n\n".join(blocks), source)
+
+    def answer_texts(self):
+        return [a[1] for a in self.answers.values()]
+
+
+def finish(outdir, found, cands, copyright_path, n_pages, cap=4000):
     """Cap the distractors (random.Random(0).sample, kept in document order), write the
-    BEIR files and LICENSE.txt, print a summary."""
+    BEIR files of ``found`` (a ``Queries``) and LICENSE.txt, print a summary."""
     rng = random.Random(SEED)
     n_cands = len(cands)
     if n_cands > cap:
         keep = sorted(rng.sample(range(n_cands), cap))
         cands = [cands[i] for i in keep]
     os.makedirs(outdir, exist_ok=True)
-    n_docs = write_beir(outdir, answers, cands, queries, qrels, rng)
+    n_docs = write_beir(outdir, found.answers, cands, found.queries, found.qrels, rng)
     shutil.copyfile(copyright_path, os.path.join(outdir, "LICENSE.txt"))
     print(
         "pages: %d  queries: %d  distractor candidates: %d  kept: %d  corpus: %d"
-        % (n_pages, len(queries), n_cands, len(cands), n_docs)
+        % (n_pages, len(found.queries), n_cands, len(cands), n_docs)
     )
-    for src, q in skipped:
+    for src, q in found.skipped:
         print("not a query (does not end with '?'): %s: %s" % (src, q))
 
 

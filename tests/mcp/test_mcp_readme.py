@@ -34,6 +34,7 @@ EXPECTED = {
     "ask": (True, False, True),
     "get": (True, False, True),
     "list": (True, False, True),
+    "timeline": (True, False, True),
     "update": (False, True, True),
     "delete": (False, True, True),
     "graph": (True, False, True),
@@ -103,6 +104,11 @@ async def every_tool(client: Client) -> dict[str, Any]:
     out["get"] = ok(await client.call_tool("get", {"memory_id": first}))
     out["get_injected"] = ok(await client.call_tool("get", {"memory_id": injected}))
     out["list"] = ok(await client.call_tool("list", {"filters": {"kind": "message"}}))
+    out["timeline"] = ok(await client.call_tool("timeline", {"kind": "message", "limit": 1}))
+    if out["timeline"]["next"] is not None:
+        out["timeline_next"] = ok(
+            await client.call_tool("timeline", {"kind": "message", "after": out["timeline"]["next"]})
+        )
     out["update"] = ok(await client.call_tool("update", {"memory_id": first, "text": "My sister Mel lives in Porto"}))
     out["graph"] = ok(await client.call_tool("graph", {"entity": "Mel"}))
     out["delete"] = ok(await client.call_tool("delete", {"memory_id": injected}))
@@ -133,6 +139,9 @@ def test_the_readme_blocks_start_the_server_and_every_tool_answers(tmp_path: Pat
     assert out["get_injected"]["text"] == WITHHELD and out["get_injected"]["flagged"]
     listed = {m["id"]: m for m in out["list"]["memories"]}
     assert set(listed) == {first, injected} and listed[injected]["text"] == WITHHELD
+    timeline = [*out["timeline"]["memories"], *out.get("timeline_next", {}).get("memories", [])]
+    assert [m["id"] for m in timeline] == [injected, first], "newest first, one a page"
+    assert timeline[0]["text"] == WITHHELD and timeline[0]["flagged"]
     assert out["update"]["text"] == "My sister Mel lives in Porto"
     assert out["graph"]["entity"]["display"] == "Mel"
     assert out["delete"] == {"deleted": [injected]}

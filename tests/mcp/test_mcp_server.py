@@ -23,13 +23,13 @@ from mcp import Client, StdioServerParameters
 from memlane import Memory
 from memlane.answer.context import Context, approx_tokens
 from memlane.answer.fence import PREAMBLE
-from memlane.errors import ConfigError, ValidationError
-from memlane.mcp.scope import McpScope, tenants_supported
+from memlane.errors import ValidationError
+from memlane.mcp.scope import McpScope
 from memlane.mcp.server import NOTHING_FOUND, build_server
 from memlane.scope import check_tenant
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = {"add", "search", "context", "ask", "get", "list", "update", "delete", "graph"}
+TOOLS = {"add", "search", "context", "ask", "get", "list", "timeline", "update", "delete", "graph"}
 CLI = "import sys; from memlane.cli import main; sys.argv[0] = 'memlane'; main()"
 
 
@@ -199,11 +199,7 @@ def test_scope_refuses_another_user_and_requires_one_when_unscoped(memory: Memor
 def test_scope_validation() -> None:
     with pytest.raises(ValidationError, match="--user"):
         McpScope(user_id="bad\x00id")
-    if tenants_supported():
-        assert McpScope(tenant="acme").tenant_kwargs == {"tenant": "acme"}
-    else:
-        with pytest.raises(ConfigError, match="tenant"):
-            McpScope(tenant="acme")
+    assert McpScope(tenant="acme").tenant_kwargs == {"tenant": "acme"}
     assert McpScope().tenant_kwargs == {}
 
 

@@ -16,7 +16,7 @@ from memlane import Config, Memory, Message
 from memlane.embedding.fake import HashEmbedder
 from memlane.models import Filters
 from memlane.store.hot import HotRow, HotScope
-from memlane.store.postgres import hot_feed
+from memlane.store.postgres import PostgresStore, hot_feed
 from memlane.store.postgres.hot_feed import HotScopes
 from tests.pg_server import postgres_url
 from tests.unit.test_hot_build import _held_at_start
@@ -225,6 +225,7 @@ def test_a_search_reads_a_bounded_number_of_queries(url: str, monkeypatch: pytes
 
 def test_the_log_is_confined_by_row_level_security(url: str) -> None:
     base = url
+    PostgresStore(base).close()  # the schema, made by the administrator (the test database may not have it yet)
     role = f"memlane_app_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(base, autocommit=True) as c:
         c.execute(f"CREATE ROLE {role} LOGIN")

@@ -152,18 +152,11 @@ def main():
     root, outdir = c.out_dir(sys.argv, __file__)
     docdir = os.path.join(root, "usr", "share", "doc", "libcurl4")
     lines = read_text(os.path.join(docdir, "FAQ.gz")).split("\n")
-    answers, queries, qrels, skipped = {}, [], [], []
+    found = c.Queries()
     for question, body in faq_entries(lines):
-        text = c.verbatim(body)
-        if not question.endswith("?") or not text:
-            skipped.append(("FAQ", question))
-            continue
-        key = ("FAQ", len(queries))
-        answers[key] = ("FAQ", text, "FAQ")
-        queries.append((key, question))
-        qrels.append((key, key))
+        found.add("FAQ", "FAQ", question, c.verbatim(body))
 
-    dis = c.Distractors(a[1] for a in answers.values())
+    dis = c.Distractors(found.answer_texts())
     n_pages = 0
     for name in sorted(os.listdir(docdir)):
         path = os.path.join(docdir, name)
@@ -187,12 +180,9 @@ def main():
             dis.add_blocks(title, "man/man3/" + name, blocks)
     c.finish(
         outdir,
-        answers,
-        queries,
-        qrels,
+        found,
         dis.cands,
         os.path.join(root, "usr", "share", "doc", "libcurl4-doc", "copyright"),
-        skipped,
         n_pages,
         CAP,
     )

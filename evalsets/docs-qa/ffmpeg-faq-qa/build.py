@@ -51,7 +51,7 @@ def events_of(path):
 def main():
     root, outdir = c.out_dir(sys.argv, __file__)
     docdir = os.path.join(root, "usr", "share", "doc", "ffmpeg", "manual")
-    answers, queries, qrels, skipped = {}, [], [], []
+    found = c.Queries()
     for faq in FAQS:
         title, events = events_of(os.path.join(docdir, faq))
         entries = []
@@ -62,32 +62,18 @@ def main():
                 entries.append(None)
             elif ev[0] == "b" and entries and entries[-1] is not None:
                 entries[-1][1].append(ev[2])
-        for e in entries:
-            if e is None:
-                continue
-            question, blocks = e
-            text = "\n\n".join(blocks)
-            if not question.endswith("?") or not text:
-                skipped.append((faq, question))
-                continue
-            key = (faq, len(queries))
-            answers[key] = (title, text, faq)
-            queries.append((key, question))
-            qrels.append((key, key))
+        found.add_entries(faq, title, entries)
 
     pages = c.html_pages(docdir, exclude=set(FAQS) | set(ALL))
-    dis = c.Distractors(a[1] for a in answers.values())
+    dis = c.Distractors(found.answer_texts())
     for rel in pages:
         title, events = events_of(os.path.join(docdir, rel))
         dis.add_events(title, rel, events)
     c.finish(
         outdir,
-        answers,
-        queries,
-        qrels,
+        found,
         dis.cands,
         os.path.join(root, "usr", "share", "doc", "ffmpeg-doc", "copyright"),
-        skipped,
         len(pages),
         CAP,
     )

@@ -153,7 +153,7 @@ def main():
     version = sorted(os.listdir(perl))[-1]
     poddir = os.path.join(perl, version, "pod")
     names = sorted(n for n in os.listdir(poddir) if n.endswith(".pod"))
-    answers, queries, qrels, skipped = {}, [], [], []
+    found = c.Queries()
     for name in [n for n in names if FAQ.match(n)]:
         events = pod_events(os.path.join(poddir, name))
         title = title_of(events, name)
@@ -165,32 +165,18 @@ def main():
                 entries.append(None)
             elif ev[0] == "b" and entries and entries[-1] is not None:
                 entries[-1][1].append(ev[2])
-        for e in entries:
-            if e is None:
-                continue
-            question, blocks = e
-            text = "\n\n".join(blocks)
-            if not question.endswith("?") or not text:
-                skipped.append((name, question))
-                continue
-            key = (name, len(queries))
-            answers[key] = (title, text, "pod/" + name)
-            queries.append((key, question))
-            qrels.append((key, key))
+        found.add_entries(name, title, entries, "pod/" + name)
 
     pages = [n for n in names if not FAQ.match(n) and not LEFT_OUT.match(n)]
-    dis = c.Distractors(a[1] for a in answers.values())
+    dis = c.Distractors(found.answer_texts())
     for name in pages:
         events = pod_events(os.path.join(poddir, name))
         dis.add_events(title_of(events, name), "pod/" + name, events)
     c.finish(
         outdir,
-        answers,
-        queries,
-        qrels,
+        found,
         dis.cands,
         os.path.join(root, "usr", "share", "doc", "perl-doc", "copyright"),
-        skipped,
         len(pages),
         CAP,
     )

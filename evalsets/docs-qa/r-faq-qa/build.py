@@ -41,7 +41,7 @@ def skip(tag, a):
 def main():
     root, outdir = c.out_dir(sys.argv, __file__)
     docdir = os.path.join(root, "usr", "share", "R", "doc", "manual")
-    answers, queries, qrels, skipped = {}, [], [], []
+    found = c.Queries()
     p = c.parse_html(os.path.join(docdir, FAQ), None, skip)
     title = c.page_title(p)
     entries = []
@@ -52,32 +52,18 @@ def main():
             entries.append(None)
         elif entries and entries[-1] is not None:
             entries[-1][1].append(ev[2])
-    for e in entries:
-        if e is None:
-            continue
-        question, blocks = e
-        text = "\n\n".join(blocks)
-        if not question.endswith("?") or not text:
-            skipped.append((FAQ, question))
-            continue
-        key = (FAQ, len(queries))
-        answers[key] = (title, text, FAQ)
-        queries.append((key, question))
-        qrels.append((key, key))
+    found.add_entries(FAQ, title, entries)
 
     pages = c.html_pages(docdir, exclude={FAQ})
-    dis = c.Distractors(a[1] for a in answers.values())
+    dis = c.Distractors(found.answer_texts())
     for rel in pages:
         p = c.parse_html(os.path.join(docdir, rel), None, skip)
         dis.add_events(c.page_title(p), rel, p.events)
     c.finish(
         outdir,
-        answers,
-        queries,
-        qrels,
+        found,
         dis.cands,
         os.path.join(root, "usr", "share", "doc", "r-doc-html", "copyright"),
-        skipped,
         len(pages),
         CAP,
     )

@@ -38,7 +38,7 @@ def skip(tag, a):
 def main():
     root, outdir = c.out_dir(sys.argv, __file__)
     docdir = os.path.join(root, "usr", "share", "doc", PKG)
-    answers, queries, qrels, skipped = {}, [], [], []
+    found = c.Queries()
     p = c.parse_html(os.path.join(docdir, "faq.html"), None, skip)
     title = c.page_title(p)
     entries = []
@@ -53,33 +53,19 @@ def main():
             entries.append(None)
         elif entries and entries[-1] is not None:
             entries[-1][1].append(text)
-    for e in entries:
-        if e is None:
-            continue
-        question, blocks = e
-        text = "\n\n".join(blocks)
-        if not question.endswith("?") or not text:
-            skipped.append(("faq.html", question))
-            continue
-        key = ("faq.html", len(queries))
-        answers[key] = (title, text, "faq.html")
-        queries.append((key, question))
-        qrels.append((key, key))
+    found.add_entries("faq.html", title, entries)
 
     pages = c.html_pages(docdir, exclude={"faq.html"})
-    dis = c.Distractors(a[1] for a in answers.values())
+    dis = c.Distractors(found.answer_texts())
     for rel in pages:
         p = c.parse_html(os.path.join(docdir, rel), None, skip)
         events = [ev for ev in p.events if not (ev[0] == "b" and ev[2].startswith(FOOTER))]
         dis.add_events(c.page_title(p), rel, events)
     c.finish(
         outdir,
-        answers,
-        queries,
-        qrels,
+        found,
         dis.cands,
         os.path.join(root, "usr", "share", "doc", "sqlite3-doc", "copyright"),
-        skipped,
         len(pages),
         CAP,
     )

@@ -91,20 +91,13 @@ def main():
     docdir = os.path.join(root, "usr", "share", "doc", "vim")
     with gzip.open(os.path.join(docdir, "FAQ.gz"), "rt", encoding="utf-8") as f:
         lines = f.read().split("\n")
-    answers, queries, qrels, skipped = {}, [], [], []
+    found = c.Queries()
     for question, body in faq_entries(lines):
-        text = c.verbatim(body)
-        if not question.endswith("?") or not text:
-            skipped.append(("FAQ", question))
-            continue
-        key = ("FAQ", len(queries))
-        answers[key] = (FAQ_TITLE, text, "FAQ")
-        queries.append((key, question))
-        qrels.append((key, key))
+        found.add("FAQ", FAQ_TITLE, question, c.verbatim(body))
 
     htmldir = os.path.join(docdir, "html")
     pages = ["html/" + rel for rel in c.html_pages(htmldir, keep=lambda r: not CHANGES.match(r))]
-    dis = c.Distractors(a[1] for a in answers.values())
+    dis = c.Distractors(found.answer_texts())
     for rel in pages:
         p = c.parse_html(os.path.join(docdir, rel), None, skip)
         text = "\n\n".join(ev[2] for ev in p.events if ev[0] == "b" and ev[1] == "pre")
@@ -112,12 +105,9 @@ def main():
             dis.add_blocks(c.page_title(p), rel, blocks)
     c.finish(
         outdir,
-        answers,
-        queries,
-        qrels,
+        found,
         dis.cands,
         os.path.join(root, "usr", "share", "doc", "vim-doc", "copyright"),
-        skipped,
         len(pages),
         CAP,
     )

@@ -50,7 +50,7 @@ def is_stub(path):
 def main():
     root, outdir = c.out_dir(sys.argv, __file__)
     docdir = os.path.join(root, "usr", "share", "doc", "zsh-common", "html")
-    answers, queries, qrels, skipped = {}, [], [], []
+    found = c.Queries()
     for n in range(1, 10):
         faq = "FAQ%02d.html" % n
         if not os.path.exists(os.path.join(docdir, faq)):
@@ -65,36 +65,22 @@ def main():
                 entries.append(None)
             elif ev[0] == "b" and ev[2] not in NAV and entries and entries[-1] is not None:
                 entries[-1][1].append(ev[2])
-        for e in entries:
-            if e is None:
-                continue
-            question, blocks = e
-            text = "\n\n".join(blocks)
-            if not question.endswith("?") or not text:
-                skipped.append((faq, question))
-                continue
-            key = (faq, len(queries))
-            answers[key] = (title, text, faq)
-            queries.append((key, question))
-            qrels.append((key, key))
+        found.add_entries(faq, title, entries)
 
     pages = [
         rel
         for rel in c.html_pages(docdir)
         if not FAQ.match(rel) and not NOT_MANUAL.search(rel) and not is_stub(os.path.join(docdir, rel))
     ]
-    dis = c.Distractors(a[1] for a in answers.values())
+    dis = c.Distractors(found.answer_texts())
     for rel in pages:
         p = c.parse_html(os.path.join(docdir, rel), None, skip)
         dis.add_events(c.page_title(p), rel, p.events)
     c.finish(
         outdir,
-        answers,
-        queries,
-        qrels,
+        found,
         dis.cands,
         os.path.join(root, "usr", "share", "doc", "zsh-common", "copyright"),
-        skipped,
         len(pages),
         CAP,
     )

@@ -32,8 +32,8 @@ def mcp_command(
     db: DbOpt = None,
     embedder: EmbedderOpt = None,
 ) -> None:
-    """Serve memory to MCP clients: tools add, search, context, ask, get, list, update, delete and graph; recent
-    memories as resources.
+    """Serve memory to MCP clients: tools add, search, context, ask, get, list, timeline, update, delete and graph;
+    recent memories as resources.
     """
     if transport not in ("stdio", "http", "streamable-http"):
         fail(f"unknown transport {transport!r}; choose stdio or http")

@@ -58,6 +58,32 @@ class ListedMemory(StoredMemory):
         )
 
 
+class TimelineMemory(ListedMemory):
+    """A memory on the timeline: a listed memory with the fields the timeline sorts and filters by."""
+
+    event_time: str | None = Field(default=None, description="when what it describes happened, if known")
+    created_at: str = Field(description="when it was stored (the timeline's time when event_time is unknown)")
+    category: str | None = None
+    superseded_by: str | None = Field(default=None, description="the memory that replaced it, if any")
+
+    @classmethod
+    def timed_of(cls, item: MemoryItem, flag: InjectionFlag | None) -> TimelineMemory:
+        return cls(
+            **ListedMemory.flagged_of(item, flag).model_dump(),
+            event_time=None if item.event_time is None else item.event_time.isoformat(),
+            created_at=item.created_at.isoformat(),
+            category=None if item.category is None else neutralise(item.category),
+            superseded_by=item.superseded_by,
+        )
+
+
+class TimelineOutput(BaseModel):
+    """One page of a user's timeline, newest first, and the cursor of the next (``None`` on the last page)."""
+
+    memories: list[TimelineMemory]
+    next: str | None = Field(description="pass as `after` for the next page; null on the last page")
+
+
 class AddOutput(BaseModel):
     """What ``add`` stored: new messages, ids already stored, typed memories extracted, a background job."""
 

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Any
 
-from memlane.engine import Memory
-from memlane.errors import ConfigError, ValidationError
+from memlane.errors import ValidationError
 from memlane.scope import DEFAULT_TENANT, check_tenant
 from memlane.security.validation import check_id
-
-
-def tenants_supported() -> bool:
-    """Whether this library's API takes a ``tenant`` (it is threaded through ``Memory`` call by call)."""
-    return "tenant" in inspect.signature(Memory.search).parameters
 
 
 @dataclass(frozen=True)
@@ -33,9 +26,7 @@ class McpScope:
     def __post_init__(self) -> None:
         if self.user_id is not None:
             check_id(self.user_id, what="--user", max_chars=self.max_id_chars)
-        check_tenant(self.tenant)  # the library's and the REST API's own rule
-        if self.tenant != DEFAULT_TENANT and not tenants_supported():
-            raise ConfigError(f"tenant {self.tenant!r}: this memlane has no tenants yet; leave --tenant unset")
+        check_tenant(self.tenant)  # the library's and the REST API's own rule (every store keys by tenant)
 
     def user(self, requested: str | None) -> str:
         """The user a call acts for: the configured one, or the one the call names."""
