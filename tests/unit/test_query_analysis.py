@@ -91,10 +91,30 @@ def test_counting_with_a_time_constraint() -> None:
 
 @pytest.mark.parametrize(
     "query",
-    ["What year did I move?", "How long ago did she start?", "when was the wedding", "Which month was the trip?"],
+    [
+        "What year did I move?",
+        "How long ago did she start?",
+        "when was the wedding",
+        "Which month was the trip?",
+        "When Jon has lost his job as a banker?",  # LoCoMo's phrasing: no other question word
+        "When?",
+    ],
 )
 def test_wants_time(query: str) -> None:
     assert analyse_query(query, NOW).wants_time
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # an opening "when" clause is a condition when another question word says what is asked
+        "When I enable folding by setting the 'foldmethod' option, all the folds are closed. How do I prevent this?",
+        "When I was studying in the library, I read a novel. What was its name?",
+        "When I use my arrow keys, Vim inserts weird characters. Why?",
+    ],
+)
+def test_an_opening_when_clause_does_not_ask_when(query: str) -> None:
+    assert not analyse_query(query, NOW).wants_time
 
 
 @pytest.mark.parametrize("query", ["How often do I run?", "how much did it cost", "the number of books I read"])

@@ -172,10 +172,23 @@ def _is_identifier_like(value: str) -> bool:
 # ---------------------------------------------------------------------------------------------------------------
 
 _WANTS_TIME: Final = re.compile(
-    r"^\W*when\b|\b(?:what|which)\s+(?:year|month|day|date|time|week|weekend|season|decade)\b|\bhow\s+long\b|"
+    r"\b(?:what|which)\s+(?:year|month|day|date|time|week|weekend|season|decade)\b|\bhow\s+long\b|"
     r"\bsince\s+when\b|\bwhat\s+age\b|\bhow\s+old\s+was\b|\bwhen\s+(?:did|was|were|is|will|do|does|has|have)\b",
     re.IGNORECASE,
 )
+# A query that opens with "when" asks when ("When Jon has lost his job?") unless another question word says what it
+# asks: "When I enable folding, all the folds are closed. How do I prevent this?" opens a condition, not a question
+_OPENING_WHEN: Final = re.compile(r"^\W*when\b", re.IGNORECASE)
+_OTHER_QUESTION: Final = re.compile(r"\b(?:how|what|why|which|where|who|whom|whose)\b", re.IGNORECASE)
+
+
+def asks_when(query: str) -> bool:
+    """Whether the query asks for a time (see ``_WANTS_TIME`` and ``_OPENING_WHEN``)."""
+    if _WANTS_TIME.search(query) is not None:
+        return True
+    return _OPENING_WHEN.match(query) is not None and _OTHER_QUESTION.search(query) is None
+
+
 _COUNTING: Final = re.compile(
     r"\bhow\s+(?:many|often|much)\b|\bnumber\s+of\b|\bhow\s+frequently\b|\bcount\b|\btotal\s+(?:of|number)\b",
     re.IGNORECASE,
@@ -217,7 +230,7 @@ def analyse_query(query: str, now: datetime, *, known_entities: Iterable[str] = 
         exact_terms=exact_match_terms(query),
         entities=mentions,
         time_range=query_time_range(query, now),
-        wants_time=_WANTS_TIME.search(query) is not None,
+        wants_time=asks_when(query),
         is_counting=_COUNTING.search(query) is not None,
     )
 
