@@ -66,3 +66,19 @@ def bench_docs(
     if json_out is not None:
         write_json(report, json_out)
         err.print(f"wrote {json_out}")
+
+
+def bench_pool(
+    reports: Annotated[
+        list[Path],
+        typer.Argument(help="JSON reports (.json or .json.gz) written by bench docs or another labelled set."),
+    ],
+) -> None:
+    """Pool the queries of several runs: each preset's mean over all of them, paired tests against the default."""
+    from memlane.bench.pool import load_runs, pool, render_pooled
+
+    try:
+        pooled = pool(load_runs(reports))
+    except MemlaneError as exc:
+        fail_run(str(exc))
+    out.print(render_pooled(pooled), highlight=False)
