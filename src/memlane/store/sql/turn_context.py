@@ -48,10 +48,14 @@ def recompute_contexts(c: Connection, dialect: Dialect, column: ContextColumn, b
     at a time (``BATCH`` by default); the number of entries rewritten.
     """
     size = BATCH if batch is None else batch
+    # The previous turn's fields as lookups by key (never a join, which a planner may answer with a scan of the
+    # whole table for every batch).
     walk = (
-        f"SELECT t.pk, t.role, t.speaker, p.pk, p.role, p.speaker, t.ctx = '', t.ctx = coalesce(p.text, '') "
+        "SELECT t.pk, t.role, t.speaker, t.prev, (SELECT p.role FROM memories p WHERE p.pk = t.prev), "
+        "(SELECT p.speaker FROM memories p WHERE p.pk = t.prev), t.ctx = '', "
+        "t.ctx = coalesce((SELECT p.text FROM memories p WHERE p.pk = t.prev), '') "
         f"FROM (SELECT m.pk, m.role, m.speaker, {column.value} AS ctx, {_PREVIOUS} AS prev FROM {column.rows} "
-        "WHERE m.pk > ? ORDER BY m.pk LIMIT ?) t LEFT JOIN memories p ON p.pk = t.prev ORDER BY t.pk"
+        "WHERE m.pk > ? ORDER BY m.pk LIMIT ?) t ORDER BY t.pk"
     )
     copy = f"UPDATE {column.table} SET ctx = (SELECT text FROM memories WHERE pk = ?) WHERE {column.key} = ?"
     after, changed, seen = -1, 0, 0
