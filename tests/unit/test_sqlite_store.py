@@ -58,6 +58,7 @@ def test_migrations_are_recorded_and_reopen_is_idempotent(tmp_path: Path, config
             "0017_alias_sources",
             "0018_passages",
             "0019_timeline",
+            "0020_reply_context",
         ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 

@@ -18,6 +18,7 @@ from psycopg_pool import ConnectionPool
 
 from memlane.errors import SchemaError, StoreError
 from memlane.store.postgres.schema import MIGRATION_LOCK, MIGRATIONS
+from memlane.store.postgres.schema_context import DATA_STEPS
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +137,10 @@ class Database:
                 if name in applied:
                     continue
                 log.info("applying migration %s to %s", name, self.location)
-                conn.execute(sql.encode())  # several statements: the simple query protocol (no parameters)
+                if sql.strip():
+                    conn.execute(sql.encode())  # several statements: the simple query protocol (no parameters)
+                if name in DATA_STEPS:
+                    DATA_STEPS[name](conn)
                 conn.execute("INSERT INTO migrations VALUES (%s, now())", (name,))
 
     def in_transaction(self) -> bool:

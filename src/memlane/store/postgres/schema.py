@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from memlane.store.postgres.schema_context import CONTEXT_MIGRATIONS
 from memlane.store.postgres.schema_later import LATER_MIGRATIONS
 from memlane.store.postgres.schema_timeline import TIMELINE_MIGRATIONS
 
@@ -301,4 +302,5 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
     ),
     *LATER_MIGRATIONS,
     *TIMELINE_MIGRATIONS,
+    *CONTEXT_MIGRATIONS,
 )

@@ -14,6 +14,7 @@ from typing import Any, Final, TypeVar
 from memlane.errors import CorruptStoreError, SchemaError, StoreError
 from memlane.store.sqlite.checkpoint import Checkpointer
 from memlane.store.sqlite.schema import APPLICATION_ID, MIGRATIONS
+from memlane.store.sqlite.schema_context import DATA_STEPS
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +144,8 @@ class Database:
                     log.info("applying migration %s to %s", name, self.path)
                     for statement in _split_sql(sql):
                         c.execute(statement)
+                    if name in DATA_STEPS:
+                        DATA_STEPS[name](c)
                     c.execute("INSERT INTO migrations VALUES (?, datetime('now'))", (name,))
                 c.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             except BaseException:

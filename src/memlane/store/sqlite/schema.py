@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from memlane.store.sqlite.schema_context import CONTEXT_MIGRATIONS
 from memlane.store.sqlite.schema_later import LATER_MIGRATIONS
 from memlane.store.sqlite.schema_timeline import TIMELINE_MIGRATIONS
 
@@ -353,4 +354,5 @@ MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
     ),
     *LATER_MIGRATIONS,
     *TIMELINE_MIGRATIONS,
+    *CONTEXT_MIGRATIONS,
 )
