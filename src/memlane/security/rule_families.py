@@ -255,7 +255,7 @@ STRUCTURAL_RULES: Final[tuple[Rule, ...]] = (
         ),
         0.6,
         cues=cues("just only simply nur solo seulement uniquement"),
-        needs=('"', "'"),
+        needs=('"', "'", "“", "„", "«", "‚"),  # the quotes the pattern opens with
     ),
     Rule(  # "Now follow further tasks", "help with another task", "Nun folgen weitere Aufgaben", "Das ist erledigt. Nun"
         "task_switch",
