@@ -14,7 +14,7 @@ from memlane.security.rule_base import Rule, RuleMatch, lowered, skeleton
 from memlane.security.rule_base import cues as _cues
 from memlane.security.rule_base import needs as _needs
 from memlane.security.rule_base import rx as _rx
-from memlane.security.rule_families import STRUCTURAL_RULES
+from memlane.security.rule_families import NOT_OWN_ITEM, STRUCTURAL_RULES
 
 # What ``\s`` matches in ASCII text (the model names below follow whitespace, so " ai" and its kin).
 _ASCII_SPACE: Final = "".join(chr(c) for c in range(128) if chr(c).isspace())
@@ -124,7 +124,7 @@ _CORE_RULES: Final[tuple[Rule, ...]] = (
         "answer_directive",
         _rx(
             r"\b(?:add|include|insert|append|integrate|introduce|replace|remove|rearrange|mention|end|start|begin|write|put|use)\b"
-            r"[^.!?\n]{0,80}?\b(?:in|to|into|at the (?:end|start|beginning) of|throughout|from|within)\s+your\s+"
+            rf"{NOT_OWN_ITEM}[^.!?\n]{{0,80}}?\b(?:in|to|into|at the (?:end|start|beginning) of|throughout|from|within)\s+your\s+"
             r"(?:answer|response|reply|output|summary|responses|answers|replies)\b"
         ),
         0.6,
