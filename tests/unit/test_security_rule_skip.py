@@ -1,5 +1,6 @@
-"""The rules' skip (``rules._candidates``: a rule runs only when its cue words and needs are in the text's ASCII
-``skeleton``) never hides a match: ``match_rules`` equals running every rule's pattern (``match_rules_fully``) on a
+"""The rules' fast path (``rules._candidates``: a rule runs only when its cue words and needs are in the text's
+ASCII ``skeleton``; its pattern runs lowered, without case folding, on the lower-cased text) never hides or adds a
+match: ``match_rules`` equals running every rule's own pattern (``match_rules_fully``) on a
 varied corpus — every text the security tests hold (attacks and benign near-misses, in English, German, Spanish and
 French), each again in capitals, with its accents stripped or decomposed, with non-ASCII spaces, with the
 look-alikes the patterns' case-insensitive letters accept (Kelvin sign, long s, dotless and dotted i), and wrapped
