@@ -163,3 +163,12 @@ def test_lowered_keeps_escapes() -> None:
     pattern = re.compile(r"\bDAN\S+\W[A-Z]\\S", re.IGNORECASE)
     assert lowered(pattern).pattern == r"\bdan\S+\W[a-z]\\s"
     assert not lowered(pattern).flags & re.IGNORECASE
+
+
+def test_the_fold_table_stays_bounded() -> None:
+    from memlane.security import rule_base
+
+    text = "".join(chr(c) for c in range(0x4E00, 0x4E00 + 2 * rule_base._FOLD_KEPT) if chr(c).isprintable())
+    skeleton(text)
+    assert len(rule_base._FOLD) <= rule_base._FOLD_KEPT
+    assert skeleton("\uff21\u00c9\U0001d400 x") == "aea x"  # a full table still folds what it does not keep

@@ -65,8 +65,11 @@ def needs(texts: str, *more: str) -> tuple[str, ...]:
 _ASCII_LETTER: Final = re.compile("|".join("abcdefghijklmnopqrstuvwxyz"), re.IGNORECASE)
 
 
+_FOLD_KEPT: Final = 1 << 16  # characters whose fold is kept: a text of every code point cannot grow it further
+
+
 class _Fold(dict[int, str]):
-    """``str.translate`` table of ``skeleton``, filled as characters are met."""
+    """``str.translate`` table of ``skeleton``, filled as characters are met (up to ``_FOLD_KEPT`` of them)."""
 
     def __missing__(self, point: int) -> str:
         ch = chr(point)
@@ -79,10 +82,13 @@ class _Fold(dict[int, str]):
         elif _ASCII_LETTER.fullmatch(ch):
             out = next(a for a in "abcdefghijklmnopqrstuvwxyz" if re.fullmatch(a, ch, re.IGNORECASE))
         else:
-            bare = "".join(c for c in unicodedata.normalize("NFKD", ch.casefold()) if not unicodedata.combining(c))
+            bare = "".join(
+                c for c in unicodedata.normalize("NFKD", ch.casefold()) if not unicodedata.combining(c)
+            ).lower()
             # "é" -> "e", "ß" -> "ss", "ﬁ" -> "fi"; a word character without an ASCII spelling stays a word character
             out = bare if bare and bare.isascii() and all(c.isalnum() for c in bare) else "_"
-        self[point] = out
+        if len(self) < _FOLD_KEPT:
+            self[point] = out
         return out
 
 
