@@ -24,8 +24,6 @@ BITS: Final = 18
 _SPAN_BYTES: Final = 256  # messages up to this many bytes are hashed with tables; longer ones go through zlib
 
 _WORD: Final = re.compile(r"\w+")
-_SPACE: Final = re.compile(r"\s+")
-_LINE: Final = re.compile(r"\s*\n\s*")
 _PILCROW: Final = "\u00b6"  # a line break, kept as a visible mark
 _W, _B, _BLANK = ord("w"), ord("b"), ord(" ")
 
@@ -82,9 +80,17 @@ def _crc32_spans(
 def normalised(text: str) -> str:
     """``text`` case-folded, each run of whitespace one space, or `` ¶ `` where it holds a line break; stripped."""
     low = text.casefold()
-    if "\n" not in low:  # the same as the two substitutions below (``\s`` is ``str.isspace``, as in ``split``)
+    if "\n" not in low:  # the same as the two substitutions (``\s`` is ``str.isspace``, as in ``split``)
         return " ".join(low.split())
-    return _SPACE.sub(" ", _LINE.sub(f" {_PILCROW} ", low)).strip()
+    # A run of whitespace holding a line break is one `` ¶ `` (then stripped), any other run one space: the lines
+    # with words joined by `` ¶ ``, and a ``¶`` before (after) them when a line break comes before (after) them.
+    lines = [" ".join(words) for words in map(str.split, low.split("\n")) if words]
+    if not lines:
+        return _PILCROW
+    first, last = low.split(None, 1)[0], low.rsplit(None, 1)[-1]
+    head = _PILCROW + " " if "\n" in low[: low.index(first)] else ""
+    tail = " " + _PILCROW if "\n" in low[low.rindex(last) + len(last) :] else ""
+    return head + f" {_PILCROW} ".join(lines) + tail
 
 
 def _word_chars(points: npt.NDArray[np.uint32] | npt.NDArray[np.uint8]) -> npt.NDArray[np.bool_]:

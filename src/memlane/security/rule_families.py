@@ -75,6 +75,16 @@ _REPLY: Final = (
     r"(?:answers?|responses?|reply|replies|output|summary|translation|explanation|message"
     r"|antwort|ausgabe|zusammenfassung|respuesta|resumen|salida|r[ée]ponse|r[ée]sum[ée]|sortie)"
 )
+# After a directive's verb: its object is not the addressee's own item ("include your order number in your
+# reply" asks a reader for what they have; it changes nothing in the output), unless that item is the output itself
+# ("modify your answer") or what an assistant keeps to itself ("add your system prompt to your reply").
+NOT_OWN_ITEM: Final = (
+    r"(?!\s+(?:your|ihre|deine|tu|tus|su|sus|ta|tes|votre|vos)\s+(?!(?:answers?|responses?|reply|replies|output"
+    r"|summary|translation|explanation|message|antwort|ausgabe|zusammenfassung|respuesta|resumen|salida|r[ée]ponse"
+    r"|r[ée]sum[ée]|sortie|system|prompts?|instructions?|rules|guidelines|directives|programming|configuration"
+    r"|settings|training|secrets?|passwords?|credentials|api|access|tokens?|keys?|internal|hidden|initial"
+    r"|original|private)\b)\w)"
+)
 # Someone other than the writer, told what to do (a user does not call themselves "the user").
 _THIRD: Final = r"(?:the\s+)?(?:user|users|reader|readers|recipient|recipients|customer|customers|human)"
 
@@ -167,7 +177,7 @@ STRUCTURAL_RULES: Final[tuple[Rule, ...]] = (
             r"|f[üu]ge|erw[äa]hne|schreibe|beende|beginne|verwende|nenne|empfiehl|baue|gib|in"
             r"|a[ñn]ade|incluye|menciona|escribe|termina|empieza|usa|recomienda|en"
             r"|ajoute|inclus|mentionne|[ée]cris|termine|commence|utilise|recommande|dans)\b"
-            rf"[^.!?\n]{{0,80}}?\b{_REPLY}\b"
+            rf"{NOT_OWN_ITEM}[^.!?\n]{{0,80}}?\b{_REPLY}\b"
         ),
         0.6,
         cues=cues("your deiner deine ihrer ihre tu su ta votre"),
@@ -255,7 +265,7 @@ STRUCTURAL_RULES: Final[tuple[Rule, ...]] = (
         ),
         0.6,
         cues=cues("just only simply nur solo seulement uniquement"),
-        needs=('"', "'"),
+        needs=('"', "'", "“", "„", "«", "‚"),  # the quotes the pattern opens with
     ),
     Rule(  # "Now follow further tasks", "help with another task", "Nun folgen weitere Aufgaben", "Das ist erledigt. Nun"
         "task_switch",

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Final
 
 from memlane.security.obfuscation import Unmasked
-from memlane.security.rule_base import Rule, RuleMatch
+from memlane.security.rule_base import Rule, RuleMatch, lowered, skeleton
 from memlane.security.rule_base import cues as _cues
 from memlane.security.rule_base import needs as _needs
 from memlane.security.rule_base import rx as _rx
-from memlane.security.rule_families import STRUCTURAL_RULES
+from memlane.security.rule_families import NOT_OWN_ITEM, STRUCTURAL_RULES
 
 # What ``\s`` matches in ASCII text (the model names below follow whitespace, so " ai" and its kin).
 _ASCII_SPACE: Final = "".join(chr(c) for c in range(128) if chr(c).isspace())
@@ -124,7 +124,7 @@ _CORE_RULES: Final[tuple[Rule, ...]] = (
         "answer_directive",
         _rx(
             r"\b(?:add|include|insert|append|integrate|introduce|replace|remove|rearrange|mention|end|start|begin|write|put|use)\b"
-            r"[^.!?\n]{0,80}?\b(?:in|to|into|at the (?:end|start|beginning) of|throughout|from|within)\s+your\s+"
+            rf"{NOT_OWN_ITEM}[^.!?\n]{{0,80}}?\b(?:in|to|into|at the (?:end|start|beginning) of|throughout|from|within)\s+your\s+"
             r"(?:answer|response|reply|output|summary|responses|answers|replies)\b"
         ),
         0.6,
@@ -292,36 +292,61 @@ _ALWAYS: Final = sum(1 << i for i, r in enumerate(RULES) if not r.cues and not r
 _WORDS_ONLY: Final = bytes(b if b < 128 and (chr(b).isalnum() or b == ord("_")) else ord(" ") for b in range(256))
 
 
-def _candidates(text: str) -> list[Rule]:
-    """The rules an ASCII ``text`` may match, in order: those with a cue among its words or a mark in it, and one
-    of their needs in it.
+# Each rule's pattern for lower-case ASCII text, and the match it reports.
+_LOWERED: Final = tuple(lowered(rule.pattern) for rule in RULES)
+_MATCHES: Final = tuple(RuleMatch(rule.name, rule.weight, family=rule.family) for rule in RULES)
+
+
+def _candidates(text: str, low: str) -> list[int]:
+    """The rules (by index, in order) ``text`` may match: those with a cue among the words of ``low``, its
+    ``skeleton``, or a mark in ``text``, and one of their needs in ``low``.
     """
-    low = text.lower()
     found = _ALWAYS
-    for word in _CUES.intersection(low.encode("ascii").translate(_WORDS_ONLY).split()):
+    # a character the skeleton keeps outside ASCII is no word character: "?" splits as it does
+    for word in _CUES.intersection(low.encode("ascii", "replace").translate(_WORDS_ONLY).split()):
         found |= _BY_CUE[word]
     for mark, rules in _BY_MARK:
         if mark in text:
             found |= rules
     out = []
     while found:  # the set bits, lowest (first rule) first; plain loops: this runs for every text written
-        rule = RULES[(found & -found).bit_length() - 1]
+        i = (found & -found).bit_length() - 1
         found &= found - 1
-        if not rule.needs:
-            out.append(rule)
+        needs = RULES[i].needs
+        if not needs:
+            out.append(i)
             continue
-        for need in rule.needs:
+        for need in needs:
             if need in low:
-                out.append(rule)
+                out.append(i)
                 break
     return out
 
 
+# The only characters whose lower case a case-insensitive pattern reads otherwise: "İ" lowers to two characters,
+# "ı" and "ſ" match "i" and "s" yet lower to themselves (a test checks every code point against the patterns).
+_NOT_LOWERABLE: Final = frozenset("\u0130\u0131\u017f")
+
+
 def match_rules(text: str) -> list[RuleMatch]:
     """The rules ``text`` matches (each once)."""
-    # In plain ASCII, case folding and word boundaries are the ASCII ones the cues assume.
-    rules = _candidates(text) if text.isascii() else RULES
-    return [RuleMatch(rule.name, rule.weight, family=rule.family) for rule in rules if rule.pattern.search(text)]
+    low = skeleton(text)
+    if text.isascii():  # the lower-case text is the skeleton: the lowered patterns read it
+        return [_MATCHES[i] for i in _candidates(text, low) if _LOWERED[i].search(low)]
+    candidates = _candidates(text, low)
+    if not candidates:
+        return []
+    if _NOT_LOWERABLE.isdisjoint(text):
+        lower = text.lower()
+        return [_MATCHES[i] for i in candidates if _LOWERED[i].search(lower)]
+    return [_MATCHES[i] for i in candidates if RULES[i].pattern.search(text)]
+
+
+def match_rules_fully(text: str) -> list[RuleMatch]:
+    """``match_rules`` with every rule's own pattern run on ``text`` (no skip, no lowering): what the fast path
+    must always agree with.
+    """
+    return [_MATCHES[i] for i, rule in enumerate(RULES) if rule.pattern.search(text)]
 
 
 def scan_rules(unmasked: Unmasked) -> list[RuleMatch]:
