@@ -20,6 +20,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +118,24 @@ def postgres_url() -> str:
         ).fetchall():
             c.execute(f'DROP INDEX "{index}"')
     return url
+
+
+@contextlib.contextmanager
+def fresh_database_url() -> Iterator[str]:
+    """A new, empty database on the test server (dropped afterwards), as a URL."""
+    import uuid
+
+    import psycopg
+
+    base = postgres_url()
+    name = f"memlane_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True) as c:
+        c.execute(f"CREATE DATABASE {name}")
+    scheme, _, rest = base.partition("://")
+    authority, _, tail = rest.partition("/")
+    query = tail.partition("?")[2]
+    try:
+        yield f"{scheme}://{authority}/{name}" + (f"?{query}" if query else "")
+    finally:
+        with psycopg.connect(base, autocommit=True) as c:
+            c.execute(f"DROP DATABASE {name} WITH (FORCE)")

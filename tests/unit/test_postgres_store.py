@@ -18,26 +18,14 @@ from memlane.embedding.fake import HashEmbedder
 from memlane.errors import ConfigError, StoreError
 from memlane.store.postgres import PostgresStore
 from memlane.store.postgres.schema import MIGRATIONS
-from tests.pg_server import postgres_url
-
-
-def _with_database(url: str, name: str) -> str:
-    scheme, _, rest = url.partition("://")
-    authority, _, tail = rest.partition("/")
-    query = tail.partition("?")[2]
-    return f"{scheme}://{authority}/{name}" + (f"?{query}" if query else "")
+from tests.pg_server import fresh_database_url, postgres_url
 
 
 @pytest.fixture
 def fresh_database() -> Iterator[str]:
     """A new, empty database on the test server (dropped afterwards)."""
-    base = postgres_url()
-    name = f"memlane_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(base, autocommit=True) as c:
-        c.execute(f"CREATE DATABASE {name}")
-    yield _with_database(base, name)
-    with psycopg.connect(base, autocommit=True) as c:
-        c.execute(f"DROP DATABASE {name} WITH (FORCE)")
+    with fresh_database_url() as url:
+        yield url
 
 
 def test_processes_starting_at_once_migrate_a_new_database_once(fresh_database: str) -> None:

@@ -6,7 +6,6 @@ entries follow the rule, on the SQL full-text path too.
 from __future__ import annotations
 
 import sqlite3
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -142,20 +141,10 @@ def test_sqlite_migration_keeps_entries_that_follow_the_rule_and_refills_a_reply
 @pytest.fixture
 def fresh_database() -> Iterator[str]:
     """A new, empty database on the test server (dropped afterwards)."""
-    import psycopg
+    from tests.pg_server import fresh_database_url
 
-    from tests.pg_server import postgres_url
-
-    base = postgres_url()
-    name = f"memlane_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(base, autocommit=True) as c:
-        c.execute(f"CREATE DATABASE {name}")
-    scheme, _, rest = base.partition("://")
-    authority, _, tail = rest.partition("/")
-    query = tail.partition("?")[2]
-    yield f"{scheme}://{authority}/{name}" + (f"?{query}" if query else "")
-    with psycopg.connect(base, autocommit=True) as c:
-        c.execute(f"DROP DATABASE {name} WITH (FORCE)")
+    with fresh_database_url() as url:
+        yield url
 
 
 # The rule before replies: any previous message's text (as the SQLite store's 0006 spells it).
