@@ -8,7 +8,6 @@ with a paired bootstrap of the default against each other preset (``metrics.pair
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from memlane.bench.docs import DocsReport
 from memlane.bench.labelled import SetReport
+from memlane.bench.locomo import read_text
 from memlane.bench.metrics import bootstrap_mean, paired_bootstrap_test
 from memlane.errors import ValidationError
 
@@ -64,8 +64,7 @@ def load_runs(paths: Sequence[Path]) -> list[SetReport]:
     runs: list[SetReport] = []
     for path in paths:
         try:
-            raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-            data = json.loads(raw)
+            data = json.loads(read_text(path))
             if isinstance(data, dict) and data.get("kind") == "docs":
                 runs.extend(DocsReport.model_validate(data).runs)
             else:
