@@ -210,8 +210,15 @@ def test_only_a_job_taken_by_another_process_is_reported_lost(memory: Memory, ca
     assert other.claim_job_id(taken) is not None  # taken over by a live process
     with caplog.at_level("WARNING", logger="memlane.lifecycle.locks"):
         mine.hold(taken)  # this process still thinks it holds it
-        time.sleep(0.3)
+        deadline = time.monotonic() + 10  # a few beats: more than enough on a loaded machine
+        while not _lost(caplog) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)  # and some beats more, in which the job finished here must stay unreported
     mine.close()
     other.close()
-    lost = [r.getMessage() for r in caplog.records if "lost the lease" in r.getMessage()]
+    lost = _lost(caplog)
     assert lost and all(taken in m for m in lost), lost
+
+
+def _lost(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "lost the lease" in r.getMessage()]
