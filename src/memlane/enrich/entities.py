@@ -223,8 +223,8 @@ def is_sentence_start(text: str, start: int) -> bool:
     end = start
     while end > 0 and text[end - 1] in _SPACES:
         end -= 1
-    if end == 0:
-        return True
+    if end == 0:  # the text's first word; spaces before it mean a fragment cut from a sentence (" Lisbon.")
+        return start == 0
     before = text[end - 1]
     return before in _BREAKS or (before in _DASHES and end < start)
 
