@@ -334,3 +334,41 @@ def test_unresolved_relations_are_kept_under_the_users_key_whoever_says_them() -
     assert "my boss" in said and "maya boss" in said and heard == ["my boss"]
     kids = resolver.resolve_all(resolver.observe("I saw Melanie with her kids.", "Caroline", "user"), "Caroline")
     assert "melanie kids" in kids
+
+
+# Documents: manuals and help pages are laid out with titles, blank lines, tabs and indents that chat turns lack.
+
+
+def test_a_name_does_not_cross_a_blank_line_or_a_tab() -> None:
+    found = kinds("Vim FAQ\n\nYou can prefix the lines with the line number.")
+    assert "Vim FAQ" in found
+    assert not any("\n" in name or name.startswith("You") for name in found)
+    found = kinds("balloon_gettext()\t\tString\tcurrent text\nbufname()\tName\tNormal buffer")
+    assert not any("\t" in name for name in found)
+    assert "Name Normal" not in found
+
+
+def test_a_name_wrapped_over_one_line_is_still_one_name() -> None:
+    found = {canonical(m.text): m.kind for m in extract_entities("Yesterday I met Bram\nMoolenaar at the conference.")}
+    assert found["bram moolenaar"] == "person"
+
+
+def test_an_indented_line_opens_a_sentence_however_deep_the_indent() -> None:
+    text = "Options:\n\t\t\t\tNote the value of 'foldmethod'.\n\t\t\t\tFor example, set it with\tNote that"
+    found = kinds(text)
+    assert "Note" not in found
+    assert "For" not in found
+
+
+def test_function_words_are_never_names_nor_the_edge_of_one() -> None:
+    found = kinds("Besides Italy, I was also in Turkey and Mexico.")
+    assert found.get("Italy") == "place"
+    assert "Besides Italy" not in found
+    found = kinds("Using Git\n\nChapter 3 covers this. On Unix, read it first, then Vim\nTo learn more.")
+    assert "Using Git" not in found and "Git" in found
+    assert "On Unix" not in found and "Unix" in found
+    assert "Vim To" not in found and "Vim\nTo" not in found
+    for word in ("In", "For", "With", "However", "Otherwise", "Using"):
+        assert word not in kinds(f"See the manual. {word} this case, Vim and\t{word} the other use {word} again.")
+    # ... but a name may hold one inside it
+    assert kinds("I've always liked Under Armour and Nike.")["Under Armour"] == "person"

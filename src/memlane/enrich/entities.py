@@ -67,7 +67,7 @@ _HONORIFICS: Final = _words(
 )
 
 # Capitalised words that are rarely names when they open a sentence or stand alone.
-_NOT_NAMES: Final = _words(
+_FILLERS: Final = _words(
     """
     i i'm i've i'd i'll im ive id ill the a an hey hi hello hiya yo oh ah wow yay yes yeah yep nope no ok okay thanks thank
     thx congrats congratulations sorry please sure great good nice cool awesome amazing lol haha hmm well so and
@@ -81,6 +81,19 @@ _NOT_NAMES: Final = _words(
     long short best better good bad happy sad totally wanna gonna gotta yup alright mhm
     """
 )
+# Closed-class words (prepositions, conjunctions, discourse adverbs) and the gerund documentation opens headings
+# with: never a name alone, nor at a sentence's start ("For", "Using Git"), nor a name's last word ("Vim To" in
+# wrapped help text); inside a run they may be part of one ("Under Armour").
+FUNCTION_WORDS: Final = _words(
+    """
+    for in on at to by with from into onto upon about above below under over between through throughout without
+    within via than as off out up down across along among against toward towards beside besides beyond despite
+    except inside outside nor yet unless whether whereas however otherwise thus therefore hence moreover
+    furthermore instead meanwhile likewise nevertheless nonetheless consequently similarly additionally note
+    using e.g. i.e. etc
+    """
+)
+_NOT_NAMES: Final = _FILLERS | FUNCTION_WORDS
 
 _ORG_SUFFIX: Final = _words(
     """
@@ -132,9 +145,16 @@ _CAP_WORD = r"[A-ZÀ-ÖØ-Þ][\w'’\-]*"
 _CONNECTOR = r"(?:of|de|del|della|da|di|la|le|van|von|der|den|du|the|&|y|al|bin|ibn)"
 _TITLE = r"(?:(?:Mr|Mrs|Ms|Dr|Prof|St|Mt)\.\s+)"
 _CONNECTOR_WORD: Final = re.compile(_CONNECTOR, re.IGNORECASE)
-_CAP_RUN: Final = re.compile(rf"(?<![\w'’]){_TITLE}?{_CAP_WORD}(?:\s+(?:{_CONNECTOR}\s+){{0,2}}{_CAP_WORD})*")
+# Between the words of a name: spaces, or one line break of wrapped text; never a tab (a column or an indent) or a
+# blank line (a title above its text: "Vim FAQ" then "You can ...")
+_GAP = r"(?:[^\S\t\n\r]*\r?\n[^\S\t\n\r]*|[^\S\t\n\r]+)"
+_CAP_RUN: Final = re.compile(rf"(?<![\w'’]){_TITLE}?{_CAP_WORD}(?:{_GAP}(?:{_CONNECTOR}{_GAP}){{0,2}}{_CAP_WORD})*")
 _CAPITAL: Final = re.compile(r"[A-ZÀ-ÖØ-Þ]")  # where a capitalised run can start (a title starts with one too)
-_SENTENCE_BREAK: Final = re.compile(r"(?:^|[.!?…:;\n\"“”(]\s*|[-–—]\s+)$")
+# What stands before a word that opens a sentence, a line, a column (a tab), a quote or a bracket, once the spaces
+# between are skipped; a dash does when a space follows it ("- Anna" in a list, not "Jean-Luc")
+_BREAKS: Final = frozenset('.!?…:;\n\t"“”(')
+_DASHES: Final = frozenset("-–—")
+_SPACES: Final = frozenset(" \u00a0\r\f\v")
 _MIXED_CASE: Final = re.compile(r"(?<![\w'’])[a-z]+[A-Z][\w\-]*")  # iPhone, eBay, macOS
 # "the kids" is the speaker's kids, as "my kids" is (one's own children are spoken of so most of the time)
 _KIN_MENTION: Final = re.compile(
@@ -197,8 +217,16 @@ def _strip_honorific(key: str) -> str:
 
 
 def is_sentence_start(text: str, start: int) -> bool:
-    """Whether the word at ``start`` opens a sentence, a line, a quote or a bracket (its capital says nothing)."""
-    return _SENTENCE_BREAK.search(text, max(0, start - 3), start) is not None
+    """Whether the word at ``start`` opens a sentence, a line, a column, a quote or a bracket (its capital says
+    nothing), whatever spaces or indent stand between.
+    """
+    end = start
+    while end > 0 and text[end - 1] in _SPACES:
+        end -= 1
+    if end == 0:  # the text's first word; spaces before it mean a fragment cut from a sentence (" Lisbon.")
+        return start == 0
+    before = text[end - 1]
+    return before in _BREAKS or (before in _DASHES and end < start)
 
 
 def _kind_of(text: str, start: int, end: int, span: str, words: list[str]) -> str:
@@ -329,7 +357,8 @@ def extract_entities(
         words = match.group(0).split()
         if len(words) == 1 and _plain(words[0]) in _NOT_NAMES:
             continue  # a lone filler ("I", "Thanks", "It's"): what _trim drops wherever it stands
-        while words and never_a_name(_plain(words[-1])):  # "Wish I", "Lately I've", "Mel Can't"
+        # "Wish I", "Lately I've", "Mel Can't"; "Vim To" (a function word closes no name)
+        while words and (never_a_name(_plain(words[-1])) or _plain(words[-1]) in FUNCTION_WORDS):
             words = words[:-1]
         words, start = _trim(words, text, match.start(), known)
         # connectors left dangling at the end ("Bank of") are not part of the name

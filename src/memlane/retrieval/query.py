@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Final
 
 from memlane.enrich.aliases import EntityResolver, relation_of
-from memlane.enrich.entities import EntityMention, canonical, extract_entities
+from memlane.enrich.entities import FUNCTION_WORDS, EntityMention, canonical, extract_entities
 from memlane.enrich.temporal import TimeSpan, query_time_range
 from memlane.retrieval.text import STOPWORDS, query_terms
 
@@ -196,13 +196,17 @@ _COUNTING: Final = re.compile(
 
 
 def _known_mentions(query: str, known: Iterable[str], taken: Collection[str]) -> list[EntityMention]:
-    """Mentions of already-known entity names (canonical keys) that the rules did not find themselves."""
+    """Mentions of already-known entity names (canonical keys) that the rules did not find themselves.
+
+    A function word is never one ("to", "using"), even where a store written before the rules knew better holds it
+    as an entity: every query would otherwise name it.
+    """
     folded = canonical(query)
     padded = f" {folded} "
     out: list[EntityMention] = []
     for name in known:
         key = canonical(name)
-        if not key or key in taken or f" {key} " not in padded:
+        if not key or key in taken or key in FUNCTION_WORDS or f" {key} " not in padded:
             continue
         pattern = r"\b" + r"\W+".join(re.escape(word) for word in key.split()) + r"\b"
         match = re.search(pattern, query, re.IGNORECASE)
