@@ -90,3 +90,34 @@ def test_the_command_reads_docs_reports_and_set_reports_and_names_a_bad_file(tmp
     bad.write_text('{"kind": "docs", "runs": "no"}', encoding="utf-8")
     result = CliRunner().invoke(app, ["bench", "pool", str(bad)])
     assert result.exit_code == 2 and "bad.json" in result.output
+
+
+def test_the_benchmarks_page_shows_each_held_out_run_beside_the_baselines_and_their_pool(tmp_path: Path) -> None:
+    from memlane.bench.report_docs import docs_section
+
+    assert docs_section(tmp_path) == []  # no held-out report: no section
+    ahead = _run(
+        "x-faq-qa (batch 200)",
+        [
+            _result("multi", {"q1": 1, "q2": 2}, default=True),
+            _result("dense", {"q1": 2, "q2": None}),
+            _result("convex", {"q1": 1, "q2": 2}),
+        ],
+    )
+    behind = _run(
+        "y-faq-qa (batch 1)",
+        [
+            _result("multi", {"q1": 3}, default=True),
+            _result("dense", {"q1": 1}),
+            _result("convex", {"q1": 2}),
+        ],
+    )
+    (tmp_path / "docs").mkdir()
+    for i, run in enumerate((ahead, behind)):
+        report = DocsReport(command=f"memlane bench docs --data set{i}", runs=[run])
+        (tmp_path / "docs" / f"heldout-{i}.json.gz").write_bytes(gzip.compress(report.model_dump_json().encode()))
+    text = "\n".join(docs_section(tmp_path))
+    assert "| x-faq-qa (batch 200) | 2 | 0.750 / 1.000 | 0.250 / 0.500 | 0.750 / 1.000 | yes |" in text
+    assert "| y-faq-qa (batch 1) | 1 | 0.333 / 1.000 | 1.000 / 1.000 | 0.500 / 1.000 | no |" in text
+    assert "memlane bench docs --data set0" in text and "memlane bench docs --data set1" in text
+    assert "3 queries pooled from 2 runs" in text

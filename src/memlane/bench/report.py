@@ -22,6 +22,7 @@ from memlane.bench.ablation import AblationReport, render_ablation
 from memlane.bench.clients import clients_table
 from memlane.bench.locomo import KS, LocomoReport, comparison_table, quality_table, read_text
 from memlane.bench.peers import PeersReport, missing, quality_rows, speed_rows
+from memlane.bench.report_docs import docs_section
 from memlane.bench.scale import ScalePoint, ScaleReport, points_table
 from memlane.errors import MissingDependencyError, ValidationError
 
@@ -543,6 +544,7 @@ def write_report(results: Path, out_md: Path, img: Path, *, plots: bool = True) 
         lines += _scale_section(scales, out_md, img)
     if peers:
         lines += _peers_section(peers, out_md, img)
+    lines += docs_section(results)
     lines += _json_sections(results)
     out_md.parent.mkdir(parents=True, exist_ok=True)
     out_md.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
