@@ -162,9 +162,9 @@ def _token_crcs(
     lens: npt.NDArray[np.intp],
     size: npt.NDArray[np.intp],
     pair: npt.NDArray[np.bool_],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
-    """CRC-32 of ``w WORD`` for each word, of ``b WORD NEXT`` for each word whose ``pair`` is set (its next word is
-    in the same text), and ``C_0`` of each word (for the line starts).
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """CRC-32 of ``w WORD`` for each word, and of ``b WORD NEXT`` for each word whose ``pair`` is set (its next
+    word is in the same text).
 
     The words are read in units (bytes, or Latin-1 characters): word ``i`` has ``lens[i]`` units and ``size[i]``
     bytes of UTF-8; ``value`` and ``after`` give, for every unit of every word in order, its table column and the
@@ -201,40 +201,43 @@ def _token_crcs(
     pairs ^= ck[a] ^ byte[np.minimum(size[b], last), _BLANK] ^ c0[b]
     for j in np.flatnonzero(n > _SPAN_BYTES).tolist():
         pairs[j] = zlib.crc32(b"b " + token(int(a[j])) + b" " + token(int(b[j])))
-    return words, pairs, c0
+    return words, pairs
 
 
 def _line_crcs(
     joined: str,
     marks: npt.NDArray[np.intp],
-    ends: npt.NDArray[np.intp],
+    stop: npt.NDArray[np.intp],
     starts: npt.NDArray[np.intp],
-    c0: npt.NDArray[np.uint32],
+    words: npt.NDArray[np.int64],
     size: npt.NDArray[np.intp],
     token: Callable[[int], bytes],
 ) -> npt.NDArray[np.int64]:
-    """CRC-32 of ``l FIRST`` for the line after each ``¶`` at character ``marks`` of ``joined`` (the line runs to
-    the next mark or to the character ``ends`` gives for that mark): its first word (words start at characters
-    ``starts``, with ``C_0`` and byte ``size``), else its first character, else nothing.
+    """CRC-32 of ``l FIRST`` for the line after each ``¶`` at character ``marks`` of ``joined`` (up to the
+    character ``stop`` gives for it): its first word (words start at characters ``starts``, with ``w WORD`` CRCs
+    ``words`` and byte ``size``), else its first character, else nothing. ``l WORD`` and ``w WORD`` differ in one
+    byte with ``len(WORD) + 1`` bytes after it.
     """
-    byte, start = _crc_tables()
-    last = _SPAN_BYTES - 1
-    stop = np.minimum(np.append(marks[1:], ends[-1:]), ends)
     nxt = np.searchsorted(starts, marks + 1)
-    found = nxt < starts.size
-    found[found] = starts[nxt[found]] < stop[found]
+    found = np.append(starts, stop.max(initial=0) + 1)[nxt] < stop
     word = nxt[found]
     n = size[word] + 2
     crc = np.empty(marks.size, dtype=np.int64)
-    crc[found] = (
-        start[np.minimum(n, _SPAN_BYTES)] ^ byte[np.minimum(n - 1, last), _L] ^ byte[np.minimum(n - 2, last), _BLANK]
-    ) ^ c0[word]
+    crc[found] = words[word] ^ _w_to_l()[np.minimum(n - 1, _SPAN_BYTES - 1)]
     for j in np.flatnonzero(n > _SPAN_BYTES).tolist():
         crc[np.flatnonzero(found)[j]] = zlib.crc32(b"l " + token(int(word[j])))
     for j in np.flatnonzero(~found).tolist():  # a line without a word character: rare
         at = int(marks[j]) + 1
         crc[j] = zlib.crc32(f"l {joined[at] if at < stop[j] else ''}".encode())
     return crc
+
+
+@lru_cache(maxsize=1)
+def _w_to_l() -> npt.NDArray[np.int64]:
+    """What turns the CRC of ``w WORD`` into that of ``l WORD``, by the bytes after the letter."""
+    byte, _ = _crc_tables()
+    out: npt.NDArray[np.int64] = (byte[:, _W] ^ byte[:, _L]).astype(np.int64)
+    return out
 
 
 @dataclass(frozen=True)
@@ -365,18 +368,20 @@ def _tokens(
     """The word, pair and line CRCs beside the gram CRCs (see ``_token_crcs`` and ``_line_crcs``)."""
     empty = np.zeros(0, dtype=np.int64)
     pair = np.zeros(starts.size, dtype=np.bool_)
-    words, pairs, c0 = empty, empty, np.zeros(0, dtype=np.uint32)
+    words = pairs = empty
     if starts.size:
         pair[:-1] = True
         if ends.size > 1:  # a word's next word is in another text when a text's end lies between them
             pair[:-1] = np.searchsorted(ends, starts[:-1], side="right") == np.searchsorted(ends, starts[1:], "right")
-        words, pairs, c0 = _token_crcs(token, flat, value.astype(np.intp), after, lens, nbytes, pair)
+        words, pairs = _token_crcs(token, flat, value.astype(np.intp), after, lens, nbytes, pair)
     marks = np.flatnonzero(pilcrow)
     lines = empty
     if marks.size:
         # a line runs to the next mark or to its text's end (the padding space before it)
-        line_end = ends[np.searchsorted(ends, marks, side="right")] - 1
-        lines = _line_crcs(joined, marks, line_end, starts, c0, nbytes, token)
+        stop = np.append(marks[1:], ends[-1] - 1)
+        if ends.size > 1:
+            stop = np.minimum(stop, ends[np.searchsorted(ends, marks, side="right")] - 1)
+        lines = _line_crcs(joined, marks, stop, starts, words, nbytes, token)
     return grams, gram_at, words, pairs, starts, starts[pair], lines, marks
 
 

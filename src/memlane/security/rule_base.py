@@ -174,13 +174,17 @@ def starts(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     return tuple(w for w in literals if not any(w != v and w.startswith(v) for v in literals))
 
 
-def first_match(pattern: re.Pattern[str], literals: tuple[str, ...] | None, text: str) -> bool:
+def first_match(pattern: re.Pattern[str], literals: tuple[str, ...] | None, text: str, finder: Any = None) -> bool:
     """Whether ``pattern`` finds a match in ``text``, trying it only where one of its start ``literals``
-    (``starts(pattern)``) lies.
+    (``starts(pattern)``) lies; ``finder``, an Aho-Corasick automaton of them (values: length - 1), finds them all
+    in one pass.
     """
     if literals is None:
         return pattern.search(text) is not None
-    match, find = pattern.match, text.find
+    match = pattern.match
+    if finder is not None:
+        return any(match(text, end - back) is not None for end, back in finder.iter(text))
+    find = text.find
     for literal in literals:
         at = find(literal)
         while at >= 0:

@@ -359,6 +359,21 @@ def _automaton() -> Any:
 _NEEDS: Final = _automaton()
 
 
+def _finder(literals: tuple[str, ...] | None) -> Any:
+    """An Aho-Corasick automaton of a rule's many start literals (one pass instead of one ``find`` each)."""
+    if ahocorasick is None or literals is None or len(literals) < _FINDER_LITERALS:
+        return None
+    automaton = ahocorasick.Automaton()
+    for literal in literals:
+        automaton.add_word(literal, len(literal) - 1)
+    automaton.make_automaton()
+    return automaton
+
+
+_FINDER_LITERALS: Final = 8
+_FINDERS: Final = tuple(_finder(literals) for literals in _STARTS)
+
+
 def _candidates(text: str, low: str) -> list[int]:
     """The rules (by index, in order) ``text`` may match: those with a cue among the words of ``low``, its
     ``skeleton``, or a mark in ``text``, and one of their needs in ``low``.
@@ -384,13 +399,13 @@ def match_rules(text: str) -> list[RuleMatch]:
     """The rules ``text`` matches (each once)."""
     low = skeleton(text)
     if text.isascii():  # the lower-case text is the skeleton: the lowered patterns read it
-        return [_MATCHES[i] for i in _candidates(text, low) if first_match(_LOWERED[i], _STARTS[i], low)]
+        return [_MATCHES[i] for i in _candidates(text, low) if first_match(_LOWERED[i], _STARTS[i], low, _FINDERS[i])]
     candidates = _candidates(text, low)
     if not candidates:
         return []
     if _NOT_LOWERABLE.isdisjoint(text):
         lower = text.lower()
-        return [_MATCHES[i] for i in candidates if first_match(_LOWERED[i], _STARTS[i], lower)]
+        return [_MATCHES[i] for i in candidates if first_match(_LOWERED[i], _STARTS[i], lower, _FINDERS[i])]
     return [_MATCHES[i] for i in candidates if RULES[i].pattern.search(text)]
 
 
