@@ -176,7 +176,6 @@ def _token_crcs(
     ``crc32("b " A " " B) = START[n] ^ BYTE[n-1][b] ^ BYTE[n-2][ ] ^ C_k(A) ^ BYTE[len(B)][ ] ^ C_0(B)`` with
     ``k = len(B) + 1`` and ``n = len(A) + len(B) + 3``.
     """
-    byte, start = _crc_tables()
     last = _SPAN_BYTES - 1
     first = np.cumsum(lens) - lens  # each word's first unit in the run of all word units
     c0 = np.bitwise_xor.reduceat(flat[np.minimum(after, last) * 256 + value], first)
@@ -184,24 +183,35 @@ def _token_crcs(
     np.add(size[1:], 1, out=shift[:-1], where=pair[:-1])
     ck = np.bitwise_xor.reduceat(flat[np.minimum(after + np.repeat(shift, lens), last) * 256 + value], first)
 
+    word_head, pair_head, blank = _heads()
+    top = word_head.size - 1  # any longer token is hashed by zlib below
     n = size + 2
-    words = (
-        start[np.minimum(n, _SPAN_BYTES)] ^ byte[np.minimum(n - 1, last), _W] ^ byte[np.minimum(n - 2, last), _BLANK]
-    ).astype(np.int64)
-    words ^= c0
+    words = word_head[np.minimum(n, top)] ^ c0
     for i in np.flatnonzero(n > _SPAN_BYTES).tolist():  # a very long word (a URL, a run of base64): rare
         words[i] = zlib.crc32(b"w " + token(i))
 
     a = np.flatnonzero(pair)
     b = a + 1
     n = size[a] + size[b] + 3
-    pairs = (
-        start[np.minimum(n, _SPAN_BYTES)] ^ byte[np.minimum(n - 1, last), _B] ^ byte[np.minimum(n - 2, last), _BLANK]
-    ).astype(np.int64)
-    pairs ^= ck[a] ^ byte[np.minimum(size[b], last), _BLANK] ^ c0[b]
+    pairs = pair_head[np.minimum(n, top)] ^ ck[a] ^ blank[np.minimum(size[b], top)] ^ c0[b]
     for j in np.flatnonzero(n > _SPAN_BYTES).tolist():
         pairs[j] = zlib.crc32(b"b " + token(int(a[j])) + b" " + token(int(b[j])))
     return words, pairs
+
+
+@lru_cache(maxsize=1)
+def _heads() -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """By a token's length ``n`` in bytes (up to ``_SPAN_BYTES``, one more entry for longer ones): what ``w `` and
+    ``b `` at its start add to its CRC (``START[n] ^ BYTE[n-1][w] ^ BYTE[n-2][ ]``), and what a blank with ``n``
+    bytes after it adds (``BYTE[n][ ]``).
+    """
+    byte, start = _crc_tables()
+    last = _SPAN_BYTES - 1
+    n = np.arange(_SPAN_BYTES + 2)
+    lead = start[np.minimum(n, _SPAN_BYTES)] ^ byte[np.clip(n - 2, 0, last), _BLANK]
+    word_head = (lead ^ byte[np.clip(n - 1, 0, last), _W]).astype(np.int64)
+    pair_head = (lead ^ byte[np.clip(n - 1, 0, last), _B]).astype(np.int64)
+    return word_head, pair_head, byte[np.minimum(n, last), _BLANK].astype(np.int64)
 
 
 def _line_crcs(
@@ -290,17 +300,18 @@ def _latin_crcs(joined: str, cols: npt.NDArray[np.uint8], ends: npt.NDArray[np.i
     char, word_table = _latin_tables()
     flat = char.reshape(-1)
     size = cols.size
-    if joined.isascii():
-        width = None
+    marks = _EMPTY if _PILCROW not in joined else np.flatnonzero(cols == 0xB6)
+    width = None
+    if joined.isascii() or joined.replace(_PILCROW, "").isascii():
+        # one byte a character but for the marks (in no word): the grams with a mark are hashed again below
         grams = start[4] ^ byte[3][cols[:-3]] ^ byte[2][cols[1:-2]] ^ byte[1][cols[2:-1]] ^ byte[0][cols[3:]]
+        if marks.size:
+            at = (marks[:, None] - _BACK).ravel()
+            at = at[(at >= 0) & (at < size - 3)]
+            grams[at] = _latin_grams(cols, at)
     else:
         width = (cols >> 7).astype(np.intp) + 1  # UTF-8 bytes of each character
-        t2 = width[3:]
-        t1 = width[2:-1] + t2
-        t0 = width[1:-2] + t1
-        grams = (start[width[:-3] + t0] ^ flat[t0 * 256 + cols[:-3]] ^ flat[t1 * 256 + cols[1:-2]]) ^ (
-            flat[t2 * 256 + cols[2:-1]] ^ char[0][cols[3:]]
-        )
+        grams = _latin_grams(cols, None, width)
     gram_at = np.arange(max(size - 3, 0))
 
     word = word_table[cols]
@@ -321,7 +332,35 @@ def _latin_crcs(joined: str, cols: npt.NDArray[np.uint8], ends: npt.NDArray[np.i
     def token(i: int) -> bytes:
         return joined[starts[i] : stops[i]].encode("utf-8")
 
-    return _tokens(joined, cols == 0xB6, grams, gram_at, starts, ends, token, flat, value, after, lens, nbytes)
+    return _tokens(joined, marks, grams, gram_at, starts, ends, token, flat, value, after, lens, nbytes)
+
+
+_EMPTY: Final = np.zeros(0, dtype=np.intp)
+_BACK: Final = np.arange(4)
+
+
+def _latin_grams(
+    cols: npt.NDArray[np.uint8], at: npt.NDArray[np.intp] | None, width: npt.NDArray[np.intp] | None = None
+) -> npt.NDArray[np.uint32]:
+    """CRC-32 of the 4-gram at each character ``at`` of Latin-1 ``cols`` (``None``: at every one), from its
+    characters' UTF-8 widths (``width`` of every character, when known).
+    """
+    _, start = _crc_tables()
+    char, _ = _latin_tables()
+    flat = char.reshape(-1)
+    if at is None:
+        c = [cols[:-3], cols[1:-2], cols[2:-1], cols[3:]]
+        every = (cols >> 7).astype(np.intp) + 1 if width is None else width
+        w = [every[:-3], every[1:-2], every[2:-1], every[3:]]
+    else:
+        c = [cols[at + k] for k in range(4)]
+        w = [(x >> 7).astype(np.intp) + 1 for x in c]
+    t1 = w[2] + w[3]  # bytes after the second character
+    t0 = w[1] + t1
+    out: npt.NDArray[np.uint32] = (start[w[0] + t0] ^ flat[t0 * 256 + c[0]] ^ flat[t1 * 256 + c[1]]) ^ (
+        flat[w[3] * 256 + c[2]] ^ char[0][c[3]]
+    )
+    return out
 
 
 def _wide_crcs(joined: str, ends: npt.NDArray[np.intp]) -> _Crcs:
@@ -348,12 +387,13 @@ def _wide_crcs(joined: str, ends: npt.NDArray[np.intp]) -> _Crcs:
         return raw[lo[i] : hi[i]]
 
     flat = byte.reshape(-1)
-    return _tokens(joined, points == 0xB6, grams, gram_at, starts, ends, token, flat, buf[at], after, nbytes, nbytes)
+    marks = np.flatnonzero(points == 0xB6)
+    return _tokens(joined, marks, grams, gram_at, starts, ends, token, flat, buf[at], after, nbytes, nbytes)
 
 
 def _tokens(
     joined: str,
-    pilcrow: npt.NDArray[np.bool_],
+    marks: npt.NDArray[np.intp],
     grams: npt.NDArray[np.uint32] | npt.NDArray[np.int64],
     gram_at: npt.NDArray[np.intp],
     starts: npt.NDArray[np.intp],
@@ -374,7 +414,6 @@ def _tokens(
         if ends.size > 1:  # a word's next word is in another text when a text's end lies between them
             pair[:-1] = np.searchsorted(ends, starts[:-1], side="right") == np.searchsorted(ends, starts[1:], "right")
         words, pairs = _token_crcs(token, flat, value.astype(np.intp), after, lens, nbytes, pair)
-    marks = np.flatnonzero(pilcrow)
     lines = empty
     if marks.size:
         # a line runs to the next mark or to its text's end (the padding space before it)
@@ -387,15 +426,16 @@ def _tokens(
 
 def _runs(crcs: _Crcs, ends: npt.NDArray[np.intp], bits: int) -> FeatureRuns:
     """The sorted distinct features of each text from the CRCs of a batch (a gram crossing two texts dropped)."""
-    grams, gram_at, words, pairs, word_at, pair_at, lines, line_at = crcs
+    grams, _, words, pairs, word_at, pair_at, lines, line_at = crcs
     mask = (1 << bits) - 1
+    tokens = np.concatenate([words, pairs, lines])
     if ends.size == 1:
-        keys = np.concatenate([grams, words, pairs, lines]) & mask
+        keys = np.concatenate([grams, tokens]) & mask
     else:
         doc_of = np.repeat(np.arange(ends.size, dtype=np.int64) << bits, np.diff(ends, prepend=0))
-        inside = doc_of[gram_at] == doc_of[gram_at + 3]
-        at = np.concatenate([gram_at[inside], word_at, pair_at, line_at])
-        keys = doc_of[at] | (np.concatenate([grams[gram_at[inside]], words, pairs, lines]) & mask)
+        first = doc_of[:-3]  # the text of each gram's first and last character
+        gram_keys = (first | (grams & mask))[first == doc_of[3:]]
+        keys = np.concatenate([gram_keys, doc_of[np.concatenate([word_at, pair_at, line_at])] | (tokens & mask)])
     if ends.size << bits <= np.iinfo(np.int32).max:
         keys = keys.astype(np.int32)  # sorts faster
     keys.sort()
@@ -404,6 +444,8 @@ def _runs(crcs: _Crcs, ends: npt.NDArray[np.intp], bits: int) -> FeatureRuns:
         keep[0] = True
         np.not_equal(keys[1:], keys[:-1], out=keep[1:])
         keys = keys[keep]
+    if ends.size == 1:
+        return FeatureRuns(keys.astype(np.int64), np.array([0, keys.size], dtype=np.int64))
     bounds = np.searchsorted(keys >> bits, np.arange(ends.size + 1)).astype(np.int64)
     return FeatureRuns((keys & mask).astype(np.int64), bounds)
 

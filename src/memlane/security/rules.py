@@ -7,6 +7,7 @@ classifier's score. Rules read the unmasked text (see ``obfuscation.unmask``) an
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any, Final
 
 from memlane.security.obfuscation import Unmasked
@@ -299,7 +300,6 @@ _WORDS_ONLY: Final = bytes(b if b < 128 and (chr(b).isalnum() or b == ord("_")) 
 
 # Each rule's pattern for lower-case ASCII text, and the match it reports.
 _LOWERED: Final = tuple(lowered(rule.pattern) for rule in RULES)
-_STARTS: Final = tuple(starts(pattern) for pattern in _LOWERED)  # where a match of each lowered pattern can start
 _MATCHES: Final = tuple(RuleMatch(rule.name, rule.weight, family=rule.family) for rule in RULES)
 
 
@@ -371,7 +371,18 @@ def _finder(literals: tuple[str, ...] | None) -> Any:
 
 
 _FINDER_LITERALS: Final = 8
-_FINDERS: Final = tuple(_finder(literals) for literals in _STARTS)
+
+
+@cache
+def _starts() -> tuple[tuple[tuple[str, ...] | None, Any], ...]:
+    """Where a match of each lowered pattern can start: its start literals and their automaton (read off the
+    patterns on first use, not at import: it takes a tenth of a second).
+    """
+    out = []
+    for pattern in _LOWERED:
+        literals = starts(pattern)
+        out.append((literals, _finder(literals)))
+    return tuple(out)
 
 
 def _candidates(text: str, low: str) -> list[int]:
@@ -399,13 +410,15 @@ def match_rules(text: str) -> list[RuleMatch]:
     """The rules ``text`` matches (each once)."""
     low = skeleton(text)
     if text.isascii():  # the lower-case text is the skeleton: the lowered patterns read it
-        return [_MATCHES[i] for i in _candidates(text, low) if first_match(_LOWERED[i], _STARTS[i], low, _FINDERS[i])]
+        at = _starts()
+        return [_MATCHES[i] for i in _candidates(text, low) if first_match(_LOWERED[i], at[i][0], low, at[i][1])]
     candidates = _candidates(text, low)
     if not candidates:
         return []
     if _NOT_LOWERABLE.isdisjoint(text):
         lower = text.lower()
-        return [_MATCHES[i] for i in candidates if first_match(_LOWERED[i], _STARTS[i], lower, _FINDERS[i])]
+        at = _starts()
+        return [_MATCHES[i] for i in candidates if first_match(_LOWERED[i], at[i][0], lower, at[i][1])]
     return [_MATCHES[i] for i in candidates if RULES[i].pattern.search(text)]
 
 
