@@ -32,6 +32,18 @@ WINDOW_CHARS: Final = 400
 MAX_WINDOWS: Final = 64
 MODEL_FILE: Final = "injection_model.npz"
 _BREAK: Final = re.compile(r"(?<=[.!?\n|])\s+")
+# ``_BREAK`` with the break kept in a group: ``re`` skips ahead on its first character instead of trying the
+# look-behind everywhere. The leftmost break followed by whitespace is where ``_BREAK`` finds its leftmost match,
+# and both take the whole run of whitespace after it, so ``_parts`` splits exactly where ``_BREAK.split`` does.
+_BREAK_KEPT: Final = re.compile(r"([.!?\n|])\s+")
+
+
+def _parts(text: str) -> list[str]:
+    """``_BREAK.split(text)``: each piece with the break that ends it."""
+    pieces = _BREAK_KEPT.split(text)
+    out = [pieces[i] + pieces[i + 1] for i in range(0, len(pieces) - 1, 2)]
+    out.append(pieces[-1])
+    return out
 
 
 def windows(text: str, size: int = WINDOW_CHARS, limit: int = MAX_WINDOWS) -> list[str]:
@@ -42,7 +54,7 @@ def windows(text: str, size: int = WINDOW_CHARS, limit: int = MAX_WINDOWS) -> li
         return [text]
     out: list[str] = []
     current = ""
-    for part in _BREAK.split(text):
+    for part in _parts(text):
         if current and len(current) + len(part) > size:
             out.append(current)
             current = ""

@@ -10,9 +10,8 @@ where they already lie in the normalised text (see ``_crc_tables``), which gives
 
 from __future__ import annotations
 
-import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
@@ -23,9 +22,8 @@ import numpy.typing as npt
 BITS: Final = 18
 _SPAN_BYTES: Final = 256  # messages up to this many bytes are hashed with tables; longer ones go through zlib
 
-_WORD: Final = re.compile(r"\w+")
 _PILCROW: Final = "\u00b6"  # a line break, kept as a visible mark
-_W, _B, _BLANK = ord("w"), ord("b"), ord(" ")
+_W, _B, _L, _BLANK = ord("w"), ord("b"), ord("l"), ord(" ")
 
 
 @lru_cache(maxsize=1)
@@ -82,6 +80,14 @@ def normalised(text: str) -> str:
     low = text.casefold()
     if "\n" not in low:  # the same as the two substitutions (``\s`` is ``str.isspace``, as in ``split``)
         return " ".join(low.split())
+    if _PILCROW not in low:
+        # Each line break its own ``¶`` word among the words of ``split``, then each run of them one: a run of
+        # whitespace holding a line break becomes `` ¶ ``, a ``¶`` before (after) the words when one comes before
+        # (after) them, and ``¶`` alone when there are no words.
+        out = " ".join(low.replace("\n", " \u00b6 ").split())
+        while "\u00b6 \u00b6" in out:
+            out = out.replace("\u00b6 \u00b6", _PILCROW)
+        return out
     # A run of whitespace holding a line break is one `` ¶ `` (then stripped), any other run one space: the lines
     # with words joined by `` ¶ ``, and a ``¶`` before (after) them when a line break comes before (after) them.
     lines = [" ".join(words) for words in map(str.split, low.split("\n")) if words]
@@ -93,98 +99,155 @@ def normalised(text: str) -> str:
     return head + f" {_PILCROW} ".join(lines) + tail
 
 
+@lru_cache(maxsize=1)
+def _latin_tables() -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.bool_]]:
+    """For each Latin-1 character ``c`` (one byte of ``str.encode("latin-1")``): what its UTF-8 bytes contribute to
+    a CRC-32 with ``k`` bytes after them (``CHAR[k][c]``: ``BYTE[k][c]`` for ASCII, ``BYTE[k+1][lead] ^
+    BYTE[k][continuation]`` for the rest), and whether it is a word character.
+
+    ``CHAR[_SPAN_BYTES - 1]`` of a two-byte character would need a row the tables lack; it is only read for a token
+    longer than ``_SPAN_BYTES`` bytes, which goes through zlib.
+    """
+    byte, _ = _crc_tables()
+    char = byte.copy()
+    upper = np.arange(128, 256)
+    lead, cont = 0xC0 | (upper >> 6), 0x80 | (upper & 0x3F)
+    char[:-1, 128:] = byte[1:][:, lead] ^ byte[:-1][:, cont]
+    char[-1, 128:] = byte[-1, lead] ^ byte[-1, cont]
+    word = np.array([chr(c).isalnum() or c == ord("_") for c in range(256)], dtype=np.bool_)
+    return char, word
+
+
+@lru_cache(maxsize=1)
+def _bmp_word_table() -> npt.NDArray[np.bool_]:
+    r"""Whether each code point of the Basic Multilingual Plane is a word character (``\w``)."""
+    return np.array([chr(c).isalnum() or c == ord("_") for c in range(0x10000)], dtype=np.bool_)
+
+
 def _word_chars(points: npt.NDArray[np.uint32] | npt.NDArray[np.uint8]) -> npt.NDArray[np.bool_]:
     r"""Whether each code point is a word character, as ``\w`` reads it in a ``str`` pattern."""
-    table = _word_table()
     if points.dtype == np.uint8:  # ASCII
-        out: npt.NDArray[np.bool_] = table[points]
+        out: npt.NDArray[np.bool_] = _word_table()[points]
         return out
-    wide = points >= 128
-    out = table[np.where(wide, 0, points)]
-    if wide.any():
-        where = np.flatnonzero(wide)
-        distinct, back = np.unique(points[where], return_inverse=True)
-        word = np.array([chr(int(c)).isalnum() for c in distinct], dtype=np.bool_)
-        out[where] = word[back]
-    return out
-
-
-def _line_tokens(low: str) -> list[str]:
-    """How each line after the first starts (its first word, else its first character), as hashed tokens."""
-    out = []
-    for line in low.split(_PILCROW)[1:]:
-        first = _WORD.search(line)
-        out.append(f"l {first.group() if first else line[:1]}")
+    table = _bmp_word_table()
+    if not points.size or int(points.max()) < table.size:
+        bmp: npt.NDArray[np.bool_] = table[points]
+        return bmp
+    astral = points >= table.size
+    out = table[np.where(astral, 0, points)]
+    where = np.flatnonzero(astral)
+    distinct, back = np.unique(points[where], return_inverse=True)
+    out[where] = np.array([chr(int(c)).isalnum() for c in distinct], dtype=np.bool_)[back]
     return out
 
 
 def _gram_crcs(
-    buf: npt.NDArray[np.uint8], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64] | None
+    buf: npt.NDArray[np.uint8], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.int64]:
-    """CRC-32 of each 4-character gram ``buf[lo:hi]``: 4 bytes of ASCII (``hi`` is ``None`` when all are), up to 16
-    bytes otherwise.
-    """
+    """CRC-32 of each 4-character gram ``buf[lo:hi]`` (4 to 16 bytes of UTF-8)."""
     byte, start = _crc_tables()
     every = start[4] ^ byte[3][buf[:-3]] ^ byte[2][buf[1:-2]] ^ byte[1][buf[2:-1]] ^ byte[0][buf[3:]]  # at each byte
     crc: npt.NDArray[np.int64] = every[lo].astype(np.int64)
-    if hi is not None:
-        wide = np.flatnonzero(hi - lo != 4)
-        if wide.size:
-            crc[wide] = _crc32_spans(buf, lo[wide], hi[wide])
+    wide = np.flatnonzero(hi - lo != 4)
+    if wide.size:
+        crc[wide] = _crc32_spans(buf, lo[wide], hi[wide])
     return crc
 
 
 def _token_crcs(
-    raw: bytes,
-    buf: npt.NDArray[np.uint8],
-    lo: npt.NDArray[np.int64],
-    hi: npt.NDArray[np.int64],
+    token: Callable[[int], bytes],
+    flat: npt.NDArray[np.uint32],
+    value: npt.NDArray[np.intp],
+    after: npt.NDArray[np.intp],
+    lens: npt.NDArray[np.intp],
+    size: npt.NDArray[np.intp],
     pair: npt.NDArray[np.bool_],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """CRC-32 of ``w WORD`` for each word at bytes ``lo:hi`` of ``buf``, and of ``b WORD NEXT`` for each word whose
-    ``pair`` is set (its next word is in the same text).
+    """CRC-32 of ``w WORD`` for each word, and of ``b WORD NEXT`` for each word whose ``pair`` is set (its next
+    word is in the same text).
+
+    The words are read in units (bytes, or Latin-1 characters): word ``i`` has ``lens[i]`` units and ``size[i]``
+    bytes of UTF-8; ``value`` and ``after`` give, for every unit of every word in order, its table column and the
+    bytes after it in its word; ``flat[k * 256 + v]`` is what unit ``v`` contributes with ``k`` bytes after it.
+    ``token(i)`` is the UTF-8 of word ``i``, for a token longer than the tables (it goes through zlib).
 
     With ``C_k(W) = XOR_j BYTE[len(W) - 1 - j + k][W[j]]`` (the word's bytes followed by ``k`` more bytes):
     ``crc32("w " W) = START[n] ^ BYTE[n-1][w] ^ BYTE[n-2][ ] ^ C_0(W)`` with ``n = len(W) + 2``, and
     ``crc32("b " A " " B) = START[n] ^ BYTE[n-1][b] ^ BYTE[n-2][ ] ^ C_k(A) ^ BYTE[len(B)][ ] ^ C_0(B)`` with
-    ``k = len(B) + 1`` and ``n = len(A) + len(B) + 3``. A token longer than the tables goes through zlib.
+    ``k = len(B) + 1`` and ``n = len(A) + len(B) + 3``.
     """
-    if not lo.size:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    byte, start = _crc_tables()
-    flat = byte.reshape(-1)
     last = _SPAN_BYTES - 1
-    size = hi - lo
-    first = np.cumsum(size) - size  # each word's first byte in the run of all word bytes
-    total = int(size.sum())
-    at = np.arange(total, dtype=np.int64) + np.repeat(lo - first, size)  # every word byte, in buf
-    after = np.repeat(hi - 1, size) - at  # bytes after it in its word
-    value = buf[at].astype(np.int64)
+    first = np.cumsum(lens) - lens  # each word's first unit in the run of all word units
     c0 = np.bitwise_xor.reduceat(flat[np.minimum(after, last) * 256 + value], first)
-    shift = np.zeros(size.size, dtype=np.int64)
-    shift[:-1] = size[1:] + 1
-    shift = np.repeat(np.where(pair, shift, 0), size)
-    ck = np.bitwise_xor.reduceat(flat[np.minimum(after + shift, last) * 256 + value], first)
+    shift = np.zeros(size.size, dtype=np.intp)
+    np.add(size[1:], 1, out=shift[:-1], where=pair[:-1])
+    ck = np.bitwise_xor.reduceat(flat[np.minimum(after + np.repeat(shift, lens), last) * 256 + value], first)
 
+    word_head, pair_head, blank = _heads()
+    top = word_head.size - 1  # any longer token is hashed by zlib below
     n = size + 2
-    words = (
-        start[np.minimum(n, _SPAN_BYTES)] ^ byte[np.minimum(n - 1, last), _W] ^ byte[np.minimum(n - 2, last), _BLANK]
-    ).astype(np.int64)
-    words ^= c0
-    for i in np.flatnonzero(n > _SPAN_BYTES):  # a very long word (a URL, a run of base64): rare
-        words[i] = zlib.crc32(b"w " + raw[lo[i] : hi[i]])
+    words = word_head[np.minimum(n, top)] ^ c0
+    for i in np.flatnonzero(n > _SPAN_BYTES).tolist():  # a very long word (a URL, a run of base64): rare
+        words[i] = zlib.crc32(b"w " + token(i))
 
     a = np.flatnonzero(pair)
     b = a + 1
     n = size[a] + size[b] + 3
-    pairs = (
-        start[np.minimum(n, _SPAN_BYTES)] ^ byte[np.minimum(n - 1, last), _B] ^ byte[np.minimum(n - 2, last), _BLANK]
-    ).astype(np.int64)
-    pairs ^= ck[a] ^ byte[np.minimum(size[b], last), _BLANK] ^ c0[b]
-    for j in np.flatnonzero(n > _SPAN_BYTES):
-        x, y = int(a[j]), int(b[j])
-        pairs[j] = zlib.crc32(b"b " + raw[lo[x] : hi[x]] + b" " + raw[lo[y] : hi[y]])
+    pairs = pair_head[np.minimum(n, top)] ^ ck[a] ^ blank[np.minimum(size[b], top)] ^ c0[b]
+    for j in np.flatnonzero(n > _SPAN_BYTES).tolist():
+        pairs[j] = zlib.crc32(b"b " + token(int(a[j])) + b" " + token(int(b[j])))
     return words, pairs
+
+
+@lru_cache(maxsize=1)
+def _heads() -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """By a token's length ``n`` in bytes (up to ``_SPAN_BYTES``, one more entry for longer ones): what ``w `` and
+    ``b `` at its start add to its CRC (``START[n] ^ BYTE[n-1][w] ^ BYTE[n-2][ ]``), and what a blank with ``n``
+    bytes after it adds (``BYTE[n][ ]``).
+    """
+    byte, start = _crc_tables()
+    last = _SPAN_BYTES - 1
+    n = np.arange(_SPAN_BYTES + 2)
+    lead = start[np.minimum(n, _SPAN_BYTES)] ^ byte[np.clip(n - 2, 0, last), _BLANK]
+    word_head = (lead ^ byte[np.clip(n - 1, 0, last), _W]).astype(np.int64)
+    pair_head = (lead ^ byte[np.clip(n - 1, 0, last), _B]).astype(np.int64)
+    return word_head, pair_head, byte[np.minimum(n, last), _BLANK].astype(np.int64)
+
+
+def _line_crcs(
+    joined: str,
+    marks: npt.NDArray[np.intp],
+    stop: npt.NDArray[np.intp],
+    starts: npt.NDArray[np.intp],
+    words: npt.NDArray[np.int64],
+    size: npt.NDArray[np.intp],
+    token: Callable[[int], bytes],
+) -> npt.NDArray[np.int64]:
+    """CRC-32 of ``l FIRST`` for the line after each ``¶`` at character ``marks`` of ``joined`` (up to the
+    character ``stop`` gives for it): its first word (words start at characters ``starts``, with ``w WORD`` CRCs
+    ``words`` and byte ``size``), else its first character, else nothing. ``l WORD`` and ``w WORD`` differ in one
+    byte with ``len(WORD) + 1`` bytes after it.
+    """
+    nxt = np.searchsorted(starts, marks + 1)
+    found = np.append(starts, stop.max(initial=0) + 1)[nxt] < stop
+    word = nxt[found]
+    n = size[word] + 2
+    crc = np.empty(marks.size, dtype=np.int64)
+    crc[found] = words[word] ^ _w_to_l()[np.minimum(n - 1, _SPAN_BYTES - 1)]
+    for j in np.flatnonzero(n > _SPAN_BYTES).tolist():
+        crc[np.flatnonzero(found)[j]] = zlib.crc32(b"l " + token(int(word[j])))
+    for j in np.flatnonzero(~found).tolist():  # a line without a word character: rare
+        at = int(marks[j]) + 1
+        crc[j] = zlib.crc32(f"l {joined[at] if at < stop[j] else ''}".encode())
+    return crc
+
+
+@lru_cache(maxsize=1)
+def _w_to_l() -> npt.NDArray[np.int64]:
+    """What turns the CRC of ``w WORD`` into that of ``l WORD``, by the bytes after the letter."""
+    byte, _ = _crc_tables()
+    out: npt.NDArray[np.int64] = (byte[:, _W] ^ byte[:, _L]).astype(np.int64)
+    return out
 
 
 @dataclass(frozen=True)
@@ -206,68 +269,184 @@ def feature_sets(texts: Sequence[str], bits: int = BITS) -> list[npt.NDArray[np.
 
 
 def feature_runs(texts: Sequence[str], bits: int = BITS) -> FeatureRuns:
-    """``feature_ids`` of each text, all hashed together over the UTF-8 bytes of the padded normalised texts."""
+    """``feature_ids`` of each text, all hashed together over the padded normalised texts."""
     if not texts:
         return FeatureRuns(np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64))
-    mask = (1 << bits) - 1
     padded = [f" {normalised(t)} " for t in texts]
     joined = "".join(padded)
+    ends = np.cumsum([len(p) for p in padded])  # each text's end, in characters
+    try:
+        latin = joined.encode("latin-1")
+    except UnicodeEncodeError:
+        crcs = _wide_crcs(joined, ends)
+    else:
+        crcs = _latin_crcs(joined, np.frombuffer(latin, dtype=np.uint8), ends)
+    return _runs(crcs, ends, bits)
+
+
+# The CRCs of one batch: 4-grams (at their first character), words, pairs (at their first word's first character)
+# and line starts (at their mark), each with the character where it lies (which gives its text).
+_Crcs = tuple[
+    npt.NDArray[np.int64] | npt.NDArray[np.uint32], npt.NDArray[np.intp], npt.NDArray[np.int64],
+    npt.NDArray[np.int64], npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.int64], npt.NDArray[np.intp],
+]  # fmt: skip
+
+
+def _latin_crcs(joined: str, cols: npt.NDArray[np.uint8], ends: npt.NDArray[np.intp]) -> _Crcs:
+    """The CRCs of texts whose characters are all Latin-1 (each one byte of ``cols``; ASCII is one UTF-8 byte, the
+    rest two): read per character with ``_latin_tables``.
+    """
+    byte, start = _crc_tables()
+    char, word_table = _latin_tables()
+    flat = char.reshape(-1)
+    size = cols.size
+    marks = _EMPTY if _PILCROW not in joined else np.flatnonzero(cols == 0xB6)
+    width = None
+    if joined.isascii() or joined.replace(_PILCROW, "").isascii():
+        # one byte a character but for the marks (in no word): the grams with a mark are hashed again below
+        grams = start[4] ^ byte[3][cols[:-3]] ^ byte[2][cols[1:-2]] ^ byte[1][cols[2:-1]] ^ byte[0][cols[3:]]
+        if marks.size:
+            at = (marks[:, None] - _BACK).ravel()
+            at = at[(at >= 0) & (at < size - 3)]
+            grams[at] = _latin_grams(cols, at)
+    else:
+        width = (cols >> 7).astype(np.intp) + 1  # UTF-8 bytes of each character
+        grams = _latin_grams(cols, None, width)
+    gram_at = np.arange(max(size - 3, 0))
+
+    word = word_table[cols]
+    edges = np.flatnonzero(word[1:] != word[:-1]) + 1  # a padded text starts and ends with a space: pairs of edges
+    starts, stops = edges[0::2], edges[1::2]
+    lens = stops - starts
+    at = np.flatnonzero(word)  # every word character, in order
+    value = cols[at]
+    if width is None:
+        nbytes = lens
+        after = np.repeat(stops - 1, lens) - at
+    else:
+        upto = np.cumsum(width)  # bytes up to and including each character
+        offset = upto - width
+        nbytes = offset[stops] - offset[starts]
+        after = np.repeat(offset[stops], lens) - upto[at]
+
+    def token(i: int) -> bytes:
+        return joined[starts[i] : stops[i]].encode("utf-8")
+
+    return _tokens(joined, marks, grams, gram_at, starts, ends, token, flat, value, after, lens, nbytes)
+
+
+_EMPTY: Final = np.zeros(0, dtype=np.intp)
+_BACK: Final = np.arange(4)
+
+
+def _latin_grams(
+    cols: npt.NDArray[np.uint8], at: npt.NDArray[np.intp] | None, width: npt.NDArray[np.intp] | None = None
+) -> npt.NDArray[np.uint32]:
+    """CRC-32 of the 4-gram at each character ``at`` of Latin-1 ``cols`` (``None``: at every one), from its
+    characters' UTF-8 widths (``width`` of every character, when known).
+    """
+    _, start = _crc_tables()
+    char, _ = _latin_tables()
+    flat = char.reshape(-1)
+    if at is None:
+        c = [cols[:-3], cols[1:-2], cols[2:-1], cols[3:]]
+        every = (cols >> 7).astype(np.intp) + 1 if width is None else width
+        w = [every[:-3], every[1:-2], every[2:-1], every[3:]]
+    else:
+        c = [cols[at + k] for k in range(4)]
+        w = [(x >> 7).astype(np.intp) + 1 for x in c]
+    t1 = w[2] + w[3]  # bytes after the second character
+    t0 = w[1] + t1
+    out: npt.NDArray[np.uint32] = (start[w[0] + t0] ^ flat[t0 * 256 + c[0]] ^ flat[t1 * 256 + c[1]]) ^ (
+        flat[w[3] * 256 + c[2]] ^ char[0][c[3]]
+    )
+    return out
+
+
+def _wide_crcs(joined: str, ends: npt.NDArray[np.intp]) -> _Crcs:
+    """The CRCs of texts with a character beyond Latin-1, read over their UTF-8 bytes."""
+    byte, _ = _crc_tables()
     raw = joined.encode("utf-8")
     buf = np.frombuffer(raw, dtype=np.uint8)
-    chars = np.fromiter(map(len, padded), dtype=np.int64, count=len(padded))
-    ends = np.cumsum(chars)  # each text's end, in characters
-    size = int(ends[-1])
-    if len(raw) == size:  # ASCII: a character is a byte
-        points: npt.NDArray[np.uint32] | npt.NDArray[np.uint8] = buf
-        offsets: npt.NDArray[np.int64] | None = None
+    points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+    # byte offset of each character (UTF-8 continuation bytes are 10xxxxxx), then of the end
+    offsets = np.append(np.flatnonzero((buf & 0xC0) != 0x80), buf.size)
+    gram_at = np.arange(max(points.size - 3, 0))
+    grams = _gram_crcs(buf, offsets[gram_at], offsets[gram_at + 4])
+
+    word = _word_chars(points)
+    edges = np.flatnonzero(word[1:] != word[:-1]) + 1
+    starts, stops = edges[0::2], edges[1::2]
+    lo, hi = offsets[starts], offsets[stops]
+    nbytes = hi - lo
+    first = np.cumsum(nbytes) - nbytes
+    at = np.arange(int(nbytes.sum()), dtype=np.intp) + np.repeat(lo - first, nbytes)  # every word byte, in buf
+    after = np.repeat(hi - 1, nbytes) - at
+
+    def token(i: int) -> bytes:
+        return raw[lo[i] : hi[i]]
+
+    flat = byte.reshape(-1)
+    marks = np.flatnonzero(points == 0xB6)
+    return _tokens(joined, marks, grams, gram_at, starts, ends, token, flat, buf[at], after, nbytes, nbytes)
+
+
+def _tokens(
+    joined: str,
+    marks: npt.NDArray[np.intp],
+    grams: npt.NDArray[np.uint32] | npt.NDArray[np.int64],
+    gram_at: npt.NDArray[np.intp],
+    starts: npt.NDArray[np.intp],
+    ends: npt.NDArray[np.intp],
+    token: Callable[[int], bytes],
+    flat: npt.NDArray[np.uint32],
+    value: npt.NDArray[np.uint8],
+    after: npt.NDArray[np.intp],
+    lens: npt.NDArray[np.intp],
+    nbytes: npt.NDArray[np.intp],
+) -> _Crcs:
+    """The word, pair and line CRCs beside the gram CRCs (see ``_token_crcs`` and ``_line_crcs``)."""
+    empty = np.zeros(0, dtype=np.int64)
+    pair = np.zeros(starts.size, dtype=np.bool_)
+    words = pairs = empty
+    if starts.size:
+        pair[:-1] = True
+        if ends.size > 1:  # a word's next word is in another text when a text's end lies between them
+            pair[:-1] = np.searchsorted(ends, starts[:-1], side="right") == np.searchsorted(ends, starts[1:], "right")
+        words, pairs = _token_crcs(token, flat, value.astype(np.intp), after, lens, nbytes, pair)
+    lines = empty
+    if marks.size:
+        # a line runs to the next mark or to its text's end (the padding space before it)
+        stop = np.append(marks[1:], ends[-1] - 1)
+        if ends.size > 1:
+            stop = np.minimum(stop, ends[np.searchsorted(ends, marks, side="right")] - 1)
+        lines = _line_crcs(joined, marks, stop, starts, words, nbytes, token)
+    return grams, gram_at, words, pairs, starts, starts[pair], lines, marks
+
+
+def _runs(crcs: _Crcs, ends: npt.NDArray[np.intp], bits: int) -> FeatureRuns:
+    """The sorted distinct features of each text from the CRCs of a batch (a gram crossing two texts dropped)."""
+    grams, _, words, pairs, word_at, pair_at, lines, line_at = crcs
+    mask = (1 << bits) - 1
+    tokens = np.concatenate([words, pairs, lines])
+    if ends.size == 1:
+        keys = np.concatenate([grams, tokens]) & mask
     else:
-        points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
-        # byte offset of each character (UTF-8 continuation bytes are 10xxxxxx), then of the end
-        offsets = np.append(np.flatnonzero((buf & 0xC0) != 0x80), buf.size)
-
-    # 4-grams: every 4 characters that lie inside one padded text
-    grams = max(size - 3, 0)
-    doc_of = np.repeat(np.arange(len(texts), dtype=np.int64), chars)
-    inside = np.ones(grams, dtype=np.bool_)
-    for back in (1, 2, 3):
-        cut = ends - back
-        inside[cut[(cut >= 0) & (cut < grams)]] = False
-    gram_at = np.flatnonzero(inside)
-    if offsets is None:
-        gram_crc = _gram_crcs(buf, gram_at, None)
-    else:
-        gram_crc = _gram_crcs(buf, offsets[gram_at], offsets[gram_at + 4])
-    gram_doc = doc_of[gram_at]
-
-    # words: maximal runs of word characters (a padded text starts and ends with a space, so no run crosses two)
-    word = _word_chars(points).view(np.int8)
-    edge = np.diff(word)
-    w_start = np.flatnonzero(edge == 1) + 1
-    w_end = np.flatnonzero(edge == -1) + 1
-    w_doc = doc_of[w_start]
-    pair = np.zeros(w_doc.size, dtype=np.bool_)
-    pair[:-1] = w_doc[1:] == w_doc[:-1]
-    lo, hi = (w_start, w_end) if offsets is None else (offsets[w_start], offsets[w_end])
-    word_crc, pair_crc = _token_crcs(raw, buf, lo, hi, pair)
-
-    line_crc: list[int] = []
-    line_doc: list[int] = []
-    if _PILCROW in joined:
-        for d, p in enumerate(padded):
-            if _PILCROW in p:
-                tokens = _line_tokens(p[1:-1])
-                line_crc += [zlib.crc32(t.encode("utf-8")) for t in tokens]
-                line_doc += [d] * len(tokens)
-
-    crc = np.concatenate([gram_crc, word_crc, pair_crc, np.array(line_crc, dtype=np.int64)])
-    doc = np.concatenate([gram_doc, w_doc, w_doc[pair], np.array(line_doc, dtype=np.int64)])
-    keys = (doc << bits) | (crc & mask)
-    if len(texts) << bits <= np.iinfo(np.int32).max:
+        doc_of = np.repeat(np.arange(ends.size, dtype=np.int64) << bits, np.diff(ends, prepend=0))
+        first = doc_of[:-3]  # the text of each gram's first and last character
+        gram_keys = (first | (grams & mask))[first == doc_of[3:]]
+        keys = np.concatenate([gram_keys, doc_of[np.concatenate([word_at, pair_at, line_at])] | (tokens & mask)])
+    if ends.size << bits <= np.iinfo(np.int32).max:
         keys = keys.astype(np.int32)  # sorts faster
     keys.sort()
     if keys.size:
-        keys = keys[np.append(True, keys[1:] != keys[:-1])]
-    bounds = np.searchsorted(keys >> bits, np.arange(len(texts) + 1)).astype(np.int64)
+        keep = np.empty(keys.size, dtype=np.bool_)
+        keep[0] = True
+        np.not_equal(keys[1:], keys[:-1], out=keep[1:])
+        keys = keys[keep]
+    if ends.size == 1:
+        return FeatureRuns(keys.astype(np.int64), np.array([0, keys.size], dtype=np.int64))
+    bounds = np.searchsorted(keys >> bits, np.arange(ends.size + 1)).astype(np.int64)
     return FeatureRuns((keys & mask).astype(np.int64), bounds)
 
 

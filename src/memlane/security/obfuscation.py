@@ -32,6 +32,7 @@ _HOMOGLYPHS: Final[dict[int, str]] = {
         "К": "K", "М": "M", "О": "O", "Р": "P", "Т": "T", "Х": "X", "Ѕ": "S", "Ј": "J",
     }.items()
 }  # fmt: skip
+_ANY_HOMOGLYPH: Final = re.compile("[" + "".join(map(chr, _HOMOGLYPHS)) + "]")
 _LATIN_WORD: Final = re.compile(r"[A-Za-z]")
 _WORD: Final = re.compile(r"\w+")
 # Five or more single letters separated by one space, dot, dash, underscore or asterisk: "i g n o r e".
@@ -57,6 +58,9 @@ def _classes(**members: str) -> bytes:
 # characters that are hex digits, spaces or colons in a row.
 _LETTERS: Final = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _SPACED_HINT: Final = (_classes(L=_LETTERS, S=" .-_*"), b"LSLSLSLSL")
+# For text beyond ASCII, read as ``encode("ascii", "replace")``: each other character one ``?``, which may be a
+# letter (the hints then ask no more of it than the patterns do: base64 and hex runs are ASCII).
+_SPACED_WIDE_HINT: Final = (_classes(L=_LETTERS + "?", S=" .-_*"), b"LSLSLSLSL")
 _BASE64_HINT: Final = (_classes(B=_LETTERS + "0123456789+/_-"), b"B" * 20)
 _HEX_HINT: Final = (_classes(H="0123456789abcdefABCDEF :"), b"H" * 24)
 
@@ -147,7 +151,7 @@ def _unhide(text: str, tricks: list[str]) -> str:
     if stripped != out:
         tricks.append("invisible_characters")
         out = stripped
-    if out.translate(_HOMOGLYPHS) != out:  # only then can a word fold
+    if _ANY_HOMOGLYPH.search(out):  # only then can a word fold (each maps to another character)
         folded = _WORD.sub(_folder(out), out)
         if folded != out:
             tricks.append("homoglyphs")
@@ -165,17 +169,18 @@ def unmask(text: str) -> Unmasked:
     tricks: list[str] = []
     # Plain ASCII has no compatibility forms, tag, invisible or look-alike characters: those steps are skipped.
     out = text if text.isascii() else _unhide(text, tricks)
-    plain = out.encode("ascii") if out.isascii() else None
-    if plain is None or _SPACED_HINT[1] in plain.translate(_SPACED_HINT[0]):
+    plain = out.encode("ascii", "replace")  # a character beyond ASCII one "?" (no base64, hex or separator)
+    spaced = _SPACED_HINT if out.isascii() else _SPACED_WIDE_HINT
+    if spaced[1] in plain.translate(spaced[0]):
         joined = _SPACED.sub(lambda m: re.sub(r"[ .\-_*]", "", m.group()), out)
         if joined != out:
             tricks.append("spaced_letters")
             out = joined
-            plain = out.encode("ascii") if out.isascii() else None
+            plain = out.encode("ascii", "replace")
     payloads: list[str] = []
     scans = (  # the hints inline (this runs for every text written)
-        (_BASE64, _base64, "base64", plain is None or _BASE64_HINT[1] in plain.translate(_BASE64_HINT[0])),
-        (_HEX, _hex, "hex", plain is None or _HEX_HINT[1] in plain.translate(_HEX_HINT[0])),
+        (_BASE64, _base64, "base64", _BASE64_HINT[1] in plain.translate(_BASE64_HINT[0])),
+        (_HEX, _hex, "hex", _HEX_HINT[1] in plain.translate(_HEX_HINT[0])),
         (_ESCAPED, _unescape, "escapes", "\\" in out or "&#" in out),  # every escape sequence holds one of them
     )
     for pattern, decode, name, may in scans:

@@ -5,9 +5,11 @@ helpers to write them (``rx``, ``cues``, ``needs``).
 from __future__ import annotations
 
 import re
+import re._constants as _C  # type: ignore[import-not-found]  # the parse tree's opcodes (``starts``)
+import re._parser as _P  # type: ignore[import-not-found]
 import unicodedata
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 
 @dataclass(frozen=True)
@@ -118,3 +120,75 @@ def lowered(pattern: re.Pattern[str]) -> re.Pattern[str]:
             out.append(source[i].lower())
             i += 1
     return re.compile("".join(out), pattern.flags & ~re.IGNORECASE)
+
+
+_MAX_STARTS: Final = 256  # literals in a rule's start pattern; a pattern with more runs without one
+_START_CHARS: Final = 12  # how far into a match its start literals are read
+
+
+def _prefixes(items: list[Any], budget: int = _START_CHARS) -> set[str]:
+    """Literals (of up to ``budget`` characters) one of which starts every match of the parsed ``items``; ``""``
+    among them when a match may start otherwise. Sound, not tight: where the tree is not plain literals, branches,
+    optional parts or repeats, the literal stops there.
+    """
+    for i, (op, av) in enumerate(items):
+        if budget <= 0:
+            return {""}
+        rest = items[i + 1 :]
+        if op in (_C.AT, _C.ASSERT, _C.ASSERT_NOT):  # zero-width: they narrow where a match starts, never its text
+            continue
+        if op is _C.LITERAL or (op is _C.IN and all(o is _C.LITERAL for o, _ in av)):
+            chars = [chr(av)] if op is _C.LITERAL else [chr(c) for _, c in av]
+            tails = _prefixes(rest, budget - 1)
+            return {c + t for c in chars for t in tails}
+        if op is _C.SUBPATTERN and not av[1] & re.IGNORECASE:
+            return _prefixes([*av[3].data, *rest], budget)
+        if op is _C.BRANCH:
+            out: set[str] = set()
+            for branch in av[1]:
+                out |= _prefixes([*branch.data, *rest], budget)
+            return out
+        if op in (_C.MAX_REPEAT, _C.MIN_REPEAT) and av[1] == 1:  # an optional part, or one that must come once
+            once = _prefixes([*av[2].data, *rest], budget)
+            return once if av[0] else once | _prefixes(rest, budget)
+        if op in (_C.MAX_REPEAT, _C.MIN_REPEAT) and av[0] >= 1:  # at least once: the first time starts the match
+            return _prefixes(list(av[2].data), budget)
+        return {""}
+    return {""}
+
+
+def starts(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
+    """The literals every match of ``pattern`` (compiled without ``re.IGNORECASE``) starts with, read off its parse
+    tree (zero-width assertions skipped), none the start of another; ``None`` when it has none or too many.
+    ``pattern`` finds a match in a text exactly when it matches where one of them starts.
+    """
+    if pattern.flags & re.IGNORECASE:
+        return None
+    try:
+        found = _prefixes(list(_P.parse(pattern.pattern, pattern.flags).data))
+    except (re.error, AttributeError, TypeError, ValueError):  # a parser of another Python release: no shortcut
+        return None
+    if "" in found or len(found) > _MAX_STARTS:
+        return None
+    literals = sorted(found)
+    return tuple(w for w in literals if not any(w != v and w.startswith(v) for v in literals))
+
+
+def first_match(pattern: re.Pattern[str], literals: tuple[str, ...] | None, text: str, finder: Any = None) -> bool:
+    """Whether ``pattern`` finds a match in ``text``, trying it only where one of its start ``literals``
+    (``starts(pattern)``) lies; ``finder``, an Aho-Corasick automaton of them (values: length - 1), finds them all
+    in one pass.
+    """
+    if literals is None:
+        return pattern.search(text) is not None
+    match = pattern.match
+    if finder is not None:
+        return any(match(text, end - back) is not None for end, back in finder.iter(text))
+    find = text.find
+    for literal in literals:
+        at = find(literal)
+        while at >= 0:
+            if match(text, at) is not None:
+                return True
+            at = find(literal, at + 1)
+    return False

@@ -7,10 +7,16 @@ classifier's score. Rules read the unmasked text (see ``obfuscation.unmask``) an
 
 from __future__ import annotations
 
-from typing import Final
+from functools import cache
+from typing import Any, Final
 
 from memlane.security.obfuscation import Unmasked
-from memlane.security.rule_base import Rule, RuleMatch, lowered, skeleton
+
+try:  # finds every rule's needs in one pass; without it each need is looked for on its own (the same candidates)
+    import ahocorasick
+except ImportError:  # pragma: no cover - a platform without its wheel
+    ahocorasick = None
+from memlane.security.rule_base import Rule, RuleMatch, first_match, lowered, skeleton, starts
 from memlane.security.rule_base import cues as _cues
 from memlane.security.rule_base import needs as _needs
 from memlane.security.rule_base import rx as _rx
@@ -297,10 +303,8 @@ _LOWERED: Final = tuple(lowered(rule.pattern) for rule in RULES)
 _MATCHES: Final = tuple(RuleMatch(rule.name, rule.weight, family=rule.family) for rule in RULES)
 
 
-def _candidates(text: str, low: str) -> list[int]:
-    """The rules (by index, in order) ``text`` may match: those with a cue among the words of ``low``, its
-    ``skeleton``, or a mark in ``text``, and one of their needs in ``low``.
-    """
+def _cued(text: str, low: str) -> int:
+    """The rules (a bit set) with a cue among the words of ``low``, ``text``'s ``skeleton``, or a mark in ``text``."""
     found = _ALWAYS
     # a character the skeleton keeps outside ASCII is no word character: "?" splits as it does
     for word in _CUES.intersection(low.encode("ascii", "replace").translate(_WORDS_ONLY).split()):
@@ -308,19 +312,93 @@ def _candidates(text: str, low: str) -> list[int]:
     for mark, rules in _BY_MARK:
         if mark in text:
             found |= rules
+    return found
+
+
+def _bits(found: int) -> list[int]:
+    """The set bits of ``found``, lowest (first rule) first."""
     out = []
-    while found:  # the set bits, lowest (first rule) first; plain loops: this runs for every text written
+    while found:
         i = (found & -found).bit_length() - 1
         found &= found - 1
-        needs = RULES[i].needs
-        if not needs:
-            out.append(i)
-            continue
-        for need in needs:
-            if need in low:
-                out.append(i)
-                break
+        out.append(i)
     return out
+
+
+def _needed(found: int, low: str) -> list[int]:
+    """The rules of ``found`` (by index, in order) without needs or with one of their needs in ``low``, each need
+    looked for on its own.
+    """
+    out = []
+    for i in _bits(found):
+        needs = RULES[i].needs
+        if not needs or any(need in low for need in needs):
+            out.append(i)
+    return out
+
+
+# The rules each need of two or more characters belongs to, found all at once by one Aho-Corasick automaton (every
+# occurrence, overlapping ones too, so a need is reported exactly when it is in the text); a need of one character
+# is one ``in`` (a ``memchr``).
+_NEEDLESS: Final = sum(1 << i for i, r in enumerate(RULES) if not r.needs)
+_BY_NEED: Final = {need: sum(1 << i for i, r in enumerate(RULES) if need in r.needs) for r in RULES for need in r.needs}
+_ONE_CHAR_NEEDS: Final = tuple((need, rules) for need, rules in _BY_NEED.items() if len(need) == 1)
+
+
+def _automaton() -> Any:
+    if ahocorasick is None:
+        return None
+    automaton = ahocorasick.Automaton()
+    for need, rules in _BY_NEED.items():
+        if len(need) > 1:
+            automaton.add_word(need, rules)
+    automaton.make_automaton()
+    return automaton
+
+
+_NEEDS: Final = _automaton()
+
+
+def _finder(literals: tuple[str, ...] | None) -> Any:
+    """An Aho-Corasick automaton of a rule's many start literals (one pass instead of one ``find`` each)."""
+    if ahocorasick is None or literals is None or len(literals) < _FINDER_LITERALS:
+        return None
+    automaton = ahocorasick.Automaton()
+    for literal in literals:
+        automaton.add_word(literal, len(literal) - 1)
+    automaton.make_automaton()
+    return automaton
+
+
+_FINDER_LITERALS: Final = 8
+
+
+@cache
+def _starts() -> tuple[tuple[tuple[str, ...] | None, Any], ...]:
+    """Where a match of each lowered pattern can start: its start literals and their automaton (read off the
+    patterns on first use, not at import: it takes a tenth of a second).
+    """
+    out = []
+    for pattern in _LOWERED:
+        literals = starts(pattern)
+        out.append((literals, _finder(literals)))
+    return tuple(out)
+
+
+def _candidates(text: str, low: str) -> list[int]:
+    """The rules (by index, in order) ``text`` may match: those with a cue among the words of ``low``, its
+    ``skeleton``, or a mark in ``text``, and one of their needs in ``low``.
+    """
+    found = _cued(text, low)
+    if _NEEDS is None:
+        return _needed(found, low)
+    present = _NEEDLESS
+    for need, rules in _ONE_CHAR_NEEDS:
+        if rules & found and need in low:
+            present |= rules
+    for _, rules in _NEEDS.iter(low):  # plain loops: this runs for every text written
+        present |= rules
+    return _bits(found & present)
 
 
 # The only characters whose lower case a case-insensitive pattern reads otherwise: "İ" lowers to two characters,
@@ -332,13 +410,15 @@ def match_rules(text: str) -> list[RuleMatch]:
     """The rules ``text`` matches (each once)."""
     low = skeleton(text)
     if text.isascii():  # the lower-case text is the skeleton: the lowered patterns read it
-        return [_MATCHES[i] for i in _candidates(text, low) if _LOWERED[i].search(low)]
+        at = _starts()
+        return [_MATCHES[i] for i in _candidates(text, low) if first_match(_LOWERED[i], at[i][0], low, at[i][1])]
     candidates = _candidates(text, low)
     if not candidates:
         return []
     if _NOT_LOWERABLE.isdisjoint(text):
         lower = text.lower()
-        return [_MATCHES[i] for i in candidates if _LOWERED[i].search(lower)]
+        at = _starts()
+        return [_MATCHES[i] for i in candidates if first_match(_LOWERED[i], at[i][0], lower, at[i][1])]
     return [_MATCHES[i] for i in candidates if RULES[i].pattern.search(text)]
 
 
