@@ -85,6 +85,9 @@ NOT_OWN_ITEM: Final = (
     r"|settings|training|secrets?|passwords?|credentials|api|access|tokens?|keys?|internal|hidden|initial"
     r"|original|private)\b)\w)"
 )
+# A character of the same sentence: a full stop inside a link, a host or a file name ("www.shop.example",
+# "config.yaml") ends none, so a directive to put a link in the reply is read through it.
+_WITHIN_SENTENCE: Final = r"(?:[^.!?\n]|[.!?](?=[\w/]))"
 # Someone other than the writer, told what to do (a user does not call themselves "the user").
 _THIRD: Final = r"(?:the\s+)?(?:user|users|reader|readers|recipient|recipients|customer|customers|human)"
 
@@ -177,7 +180,7 @@ STRUCTURAL_RULES: Final[tuple[Rule, ...]] = (
             r"|f[üu]ge|erw[äa]hne|schreibe|beende|beginne|verwende|nenne|empfiehl|baue|gib|in"
             r"|a[ñn]ade|incluye|menciona|escribe|termina|empieza|usa|recomienda|en"
             r"|ajoute|inclus|mentionne|[ée]cris|termine|commence|utilise|recommande|dans)\b"
-            rf"{NOT_OWN_ITEM}[^.!?\n]{{0,80}}?\b{_REPLY}\b"
+            rf"{NOT_OWN_ITEM}{_WITHIN_SENTENCE}{{0,80}}?\b{_REPLY}\b"
         ),
         0.6,
         cues=cues("your deiner deine ihrer ihre tu su ta votre"),
