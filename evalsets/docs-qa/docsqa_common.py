@@ -382,6 +382,21 @@ class Distractors:
             self.add_blocks(title, source, blocks)
 
 
+def heading_entries(events, clean=None):
+    """FAQ entries from a page's events, for ``Queries.add_entries``: a heading of level 2 or
+    deeper opens an entry (its text, passed through ``clean`` when given), the text events up
+    to the next heading are its answer; a level-1 heading ends the entry before it."""
+    entries = []
+    for ev in events:
+        if ev[0] == "h" and ev[1] >= 2:
+            entries.append([ev[2] if clean is None else clean(ev[2]), []])
+        elif ev[0] == "h":
+            entries.append(None)
+        elif entries and entries[-1] is not None:
+            entries[-1][1].append(ev[2])
+    return entries
+
+
 class Queries:
     """The queries of a set with their answers: every FAQ entry whose question ends with "?" and
     has an answer; the others are listed as skipped (``finish`` prints them)."""

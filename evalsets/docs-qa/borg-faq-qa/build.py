@@ -52,14 +52,7 @@ def main():
     htmldir = os.path.join(pkgroot, "usr", "share", "doc", "borgbackup", "html")
     found = c.Queries()
     p = c.parse_html(os.path.join(htmldir, FAQ), root, skip)
-    entries = []
-    for ev in p.events:
-        if ev[0] == "h" and ev[1] >= 2:
-            entries.append([ev[2], []])
-        elif ev[0] == "h":
-            entries.append(None)
-        elif entries and entries[-1] is not None:
-            entries[-1][1].append(ev[2])
+    entries = c.heading_entries(p.events)
     found.add_entries(FAQ, title_of(p), entries)
 
     pages = c.html_pages(htmldir, exclude=EXCLUDE, keep=lambda rel: not rel.startswith(EXCLUDE_DIRS))

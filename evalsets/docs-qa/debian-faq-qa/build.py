@@ -51,14 +51,7 @@ def main():
     found = c.Queries()
     for rel in faq_pages:
         p = c.parse_html(os.path.join(faqdir, rel), None, skip)
-        entries = []
-        for ev in p.events:
-            if ev[0] == "h" and ev[1] >= 2:
-                entries.append([NUMBER.sub("", ev[2]), []])
-            elif ev[0] == "h":
-                entries.append(None)
-            elif entries and entries[-1] is not None:
-                entries[-1][1].append(ev[2])
+        entries = c.heading_entries(p.events, lambda h: NUMBER.sub("", h))
         found.add_entries("FAQ/" + rel, c.page_title(p), entries)
 
     refdir = os.path.join(root, "usr", "share", "debian-reference")

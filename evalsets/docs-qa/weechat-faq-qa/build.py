@@ -47,14 +47,7 @@ def main():
     htmldir = os.path.join(docdir, "html")
     found = c.Queries()
     p = c.parse_html(os.path.join(htmldir, FAQ), root, skip)
-    entries = []
-    for ev in p.events:
-        if ev[0] == "h" and ev[1] >= 2:
-            entries.append([NUMBER.sub("", ev[2]), []])
-        elif ev[0] == "h":
-            entries.append(None)
-        elif entries and entries[-1] is not None:
-            entries[-1][1].append(ev[2])
+    entries = c.heading_entries(p.events, lambda h: NUMBER.sub("", h))
     found.add_entries("html/" + FAQ, c.page_title(p), entries)
 
     pages = c.html_pages(htmldir, exclude={FAQ}, keep=lambda rel: rel.endswith(".en.html"))

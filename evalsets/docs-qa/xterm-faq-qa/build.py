@@ -121,14 +121,7 @@ def main():
     docdir = os.path.join(root, "usr", "share", "doc", "xterm")
     found = c.Queries()
     p = c.parse_html(os.path.join(docdir, FAQ), None, skip)
-    entries = []
-    for ev in p.events:
-        if ev[0] == "h" and ev[1] >= 2:
-            entries.append([ev[2], []])
-        elif ev[0] == "h":
-            entries.append(None)
-        elif entries and entries[-1] is not None:
-            entries[-1][1].append(ev[2])
+    entries = c.heading_entries(p.events)
     found.add_entries(FAQ, c.page_title(p), entries)
 
     dis = c.Distractors(found.answer_texts())
