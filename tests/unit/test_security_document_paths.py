@@ -6,16 +6,13 @@ every pattern run on the whole text, and the needs automaton equals looking for 
 
 from __future__ import annotations
 
-import itertools
 import json
 import random
 import re
-import zlib
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 import pytest
 
 from memlane.security import rules
@@ -24,26 +21,12 @@ from memlane.security.features import feature_sets
 from memlane.security.obfuscation import unmask
 from memlane.security.rule_base import first_match, lowered, skeleton, starts
 from memlane.security.rules import RULES, match_rules, match_rules_fully
+from tests.security_reference import reference_ids
 
 _CORPORA = Path(__file__).resolve().parents[2] / "evalsets" / "docs-qa"
 _WORD = re.compile(r"\w+")
 _SPACE = re.compile(r"\s+")
 _LINE = re.compile(r"\s*\n\s*")
-
-
-def _reference_ids(text: str, bits: int = 18) -> npt.NDArray[np.int64]:
-    """The features as first written: the text normalised by two substitutions, every token string built and
-    hashed with zlib one by one.
-    """
-    low = _SPACE.sub(" ", _LINE.sub(" \u00b6 ", text.casefold())).strip()
-    words = _WORD.findall(low)
-    tokens = [f"w {w}" for w in words]
-    tokens += [f"b {a} {b}" for a, b in itertools.pairwise(words)]
-    tokens += [f"l {_WORD.findall(line)[0] if _WORD.search(line) else line[:1]}" for line in low.split("\u00b6")[1:]]
-    padded = f" {low} "
-    tokens += [padded[i : i + 4] for i in range(len(padded) - 3)]
-    mask = (1 << bits) - 1
-    return np.unique(np.array([zlib.crc32(t.encode("utf-8")) & mask for t in tokens], dtype=np.int64))
 
 
 @lru_cache(maxsize=1)
@@ -79,7 +62,7 @@ def test_features_of_documents_and_their_windows_equal_per_token_hashes() -> Non
         viewed = [v for t in batch for v in views(t)]
         bits = rng.choice((12, 18))
         for view, ids in zip(viewed, feature_sets(viewed, bits), strict=True):
-            assert np.array_equal(ids, _reference_ids(view, bits)), view[:60]
+            assert np.array_equal(ids, reference_ids(view, bits)), view[:60]
 
 
 def test_rules_on_documents_equal_every_pattern_run() -> None:

@@ -7,43 +7,24 @@ match.
 from __future__ import annotations
 
 import base64
-import itertools
 import random
 import re
 import sys
 import unicodedata
-import zlib
 from functools import lru_cache
 
 import numpy as np
-import numpy.typing as npt
 
 from memlane.security import obfuscation, rules
 from memlane.security.classifier import ClassifierModel, views
 from memlane.security.features import _word_chars, feature_sets, normalised
 from memlane.security.obfuscation import Unmasked, unmask
 from memlane.security.rules import RULES, match_rules, scan_rules
+from tests.security_reference import reference_ids, slow_normalised
 
 _WORD = re.compile(r"\w+")
 _SPACE = re.compile(r"\s+")
 _LINE = re.compile(r"\s*\n\s*")
-
-
-def _slow_normalised(text: str) -> str:
-    return _SPACE.sub(" ", _LINE.sub(" \u00b6 ", text.casefold())).strip()
-
-
-def _reference_ids(text: str, bits: int = 18) -> npt.NDArray[np.int64]:
-    """The features as first written: every token string built and hashed with zlib one by one."""
-    low = _slow_normalised(text)
-    words = _WORD.findall(low)
-    tokens = [f"w {w}" for w in words]
-    tokens += [f"b {a} {b}" for a, b in itertools.pairwise(words)]
-    tokens += [f"l {_WORD.findall(line)[0] if _WORD.search(line) else line[:1]}" for line in low.split("\u00b6")[1:]]
-    padded = f" {low} "
-    tokens += [padded[i : i + 4] for i in range(len(padded) - 3)]
-    mask = (1 << bits) - 1
-    return np.unique(np.array([zlib.crc32(t.encode("utf-8")) & mask for t in tokens], dtype=np.int64))
 
 
 def _edge_texts() -> list[str]:
@@ -60,7 +41,7 @@ def test_features_at_the_table_edges_equal_per_token_hashes() -> None:
     texts = _edge_texts()
     for bits in (10, 18):
         for text, ids in zip(texts, feature_sets(texts, bits), strict=True):
-            assert np.array_equal(ids, _reference_ids(text, bits)), text[:40]
+            assert np.array_equal(ids, reference_ids(text, bits)), text[:40]
 
 
 def test_features_of_a_text_do_not_depend_on_its_batch() -> None:
@@ -87,7 +68,7 @@ def test_whitespace_fast_path_equals_the_substitutions() -> None:
     pool = [*spaces, "a", "B", "ß", "\u0130", "x", "-", "\u00b6"]
     for _ in range(1000):
         text = "".join(rng.choice(pool) for _ in range(rng.randrange(12)))
-        assert normalised(text) == _slow_normalised(text), repr(text)
+        assert normalised(text) == slow_normalised(text), repr(text)
 
 
 def test_case_folding_never_makes_whitespace_or_line_breaks() -> None:
@@ -212,7 +193,7 @@ def test_batched_probabilities_equal_the_per_view_formula() -> None:
     for u, p in zip(unmasked, model.probabilities_of(unmasked), strict=True):
         logits = []
         for view in (*views(u.text), *u.payloads):
-            ids = _reference_ids(view)
+            ids = reference_ids(view)
             logits.append(float(model.weights[ids].sum() / np.sqrt(ids.size) + model.bias) if ids.size else model.bias)
         assert p == float(1.0 / (1.0 + np.exp(-max(logits))))
 
