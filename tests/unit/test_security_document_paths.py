@@ -24,9 +24,6 @@ from memlane.security.rules import RULES, match_rules, match_rules_fully
 from tests.security_reference import reference_ids
 
 _CORPORA = Path(__file__).resolve().parents[2] / "evalsets" / "docs-qa"
-_WORD = re.compile(r"\w+")
-_SPACE = re.compile(r"\s+")
-_LINE = re.compile(r"\s*\n\s*")
 
 
 @lru_cache(maxsize=1)

@@ -23,8 +23,6 @@ from memlane.security.rules import RULES, match_rules, scan_rules
 from tests.security_reference import reference_ids, slow_normalised
 
 _WORD = re.compile(r"\w+")
-_SPACE = re.compile(r"\s+")
-_LINE = re.compile(r"\s*\n\s*")
 
 
 def _edge_texts() -> list[str]:
