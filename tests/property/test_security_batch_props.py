@@ -4,9 +4,7 @@ same rule matches (the rules' ASCII cues never hide a match), the same unmasked 
 
 from __future__ import annotations
 
-import itertools
 import re
-import zlib
 
 import numpy as np
 import pytest
@@ -15,24 +13,7 @@ from hypothesis import strategies as st
 
 from memlane.security.classifier import feature_ids, feature_sets
 from memlane.security.rules import RULES, Rule, match_rules
-
-_WORD = re.compile(r"\w+")
-_SPACE = re.compile(r"\s+")
-_LINE = re.compile(r"\s*\n\s*")
-
-
-def reference_feature_ids(text: str, bits: int = 18) -> np.ndarray:
-    """The features as first written: every token hashed with zlib one by one."""
-    low = _SPACE.sub(" ", _LINE.sub(" \u00b6 ", text.casefold())).strip()
-    words = _WORD.findall(low)
-    tokens = [f"w {w}" for w in words]
-    tokens += [f"b {a} {b}" for a, b in itertools.pairwise(words)]
-    tokens += [f"l {_WORD.findall(line)[0] if _WORD.search(line) else line[:1]}" for line in low.split("\u00b6")[1:]]
-    padded = f" {low} "
-    tokens += [padded[i : i + 4] for i in range(len(padded) - 3)]
-    mask = (1 << bits) - 1
-    return np.unique(np.array([zlib.crc32(t.encode("utf-8")) & mask for t in tokens], dtype=np.int64))
-
+from tests.security_reference import reference_ids
 
 # Letters of several scripts and widths, accents, an emoji, case-folding oddities (ß, ſ, K), line breaks and tabs.
 _CHARS = st.sampled_from(list("abc XYZ\n\t.,!é\u0301ßſ\u212aΣ日😀-_'"))
@@ -43,14 +24,14 @@ _TEXTS = st.text(_CHARS, max_size=60) | st.text(max_size=40)
 @given(st.lists(_TEXTS, max_size=6), st.sampled_from([10, 18]))
 def test_batched_features_equal_the_per_token_hashes(texts: list[str], bits: int) -> None:
     for text, ids in zip(texts, feature_sets(texts, bits), strict=True):
-        assert np.array_equal(ids, reference_feature_ids(text, bits))
+        assert np.array_equal(ids, reference_ids(text, bits))
 
 
 def test_features_of_very_long_words_and_documents() -> None:
     texts = ["x" * 300 + " tail", "aé" * 200, "line one\nline two\n\n| a | b |\n" * 50, "", "   "]
     for text, ids in zip(texts, feature_sets(texts), strict=True):
-        assert np.array_equal(ids, reference_feature_ids(text))
-    assert np.array_equal(feature_ids(texts[0]), reference_feature_ids(texts[0]))
+        assert np.array_equal(ids, reference_ids(text))
+    assert np.array_equal(feature_ids(texts[0]), reference_ids(texts[0]))
 
 
 def _check_cues(rule: Rule, examples: int) -> None:
