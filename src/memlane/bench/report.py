@@ -8,7 +8,6 @@ without it the Markdown is still written and says the plots were not drawn.
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import math
 import os
@@ -23,6 +22,7 @@ from memlane.bench.clients import clients_table
 from memlane.bench.locomo import KS, LocomoReport, comparison_table, quality_table, read_text
 from memlane.bench.peers import PeersReport, missing, quality_rows, speed_rows
 from memlane.bench.report_docs import docs_section
+from memlane.bench.report_service import service_sections
 from memlane.bench.scale import ScalePoint, ScaleReport, points_table
 from memlane.errors import MissingDependencyError, ValidationError
 
@@ -545,56 +545,8 @@ def write_report(results: Path, out_md: Path, img: Path, *, plots: bool = True) 
     if peers:
         lines += _peers_section(peers, out_md, img)
     lines += docs_section(results)
-    lines += _json_sections(results)
+    lines += service_sections(results)
     out_md.parent.mkdir(parents=True, exist_ok=True)
     out_md.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     written.insert(0, out_md)
     return written
-
-
-def _json_sections(results: Path) -> list[str]:
-    """The service's load run (``load.json``) and the injection detector's dev table (``injection-dev.json``), when
-    their results are there.
-    """
-    lines: list[str] = []
-    for name, title in (("load.json", "embedded job queue"), ("load-celery.json", "Celery workers over Redis")):
-        load_path = results / name
-        if not load_path.exists():
-            continue
-        run = json.loads(load_path.read_text(encoding="utf-8"))
-        setup = run.get(
-            "setup", "a fresh `memlane serve` on the embedded SQLite default and the default MiniLM embedder"
-        )
-        lines += [
-            f"## Service load: REST on loopback, {title}",
-            "",
-            f"`{run['command']}` ({setup}; load average {run['load_average'][0]:.2f} at the end). {run['clients']} "
-            f"clients for {run['seconds']:.0f} s: {run['requests']:,} requests, {run['throughput_rps']:.1f} per "
-            f"second, {run['errors']} errors ({run['server_errors']} server errors or timeouts). Latency includes the "
-            "wait for one of the server's worker threads: 50 clients share 8.",
-            "",
-            "| operation | requests | p50 ms | p95 ms | p99 ms |",
-            "|---|---|---|---|---|",
-            *(
-                f"| {op} | {int(v['requests']):,} | {v['p50_ms']:.0f} | {v['p95_ms']:.0f} | {v['p99_ms']:.0f} |"
-                for op, v in run["by_op"].items()
-            ),
-            "",
-        ]
-        if "jobs_done_after" in run:
-            lines += [f"Every queued job was done after the run ({run['jobs_done_after']:,} extraction jobs).", ""]
-    inspector_path = results / "inspector.json"
-    if inspector_path.exists():
-        from memlane.bench.inspector import markdown_section
-
-        lines += markdown_section(json.loads(inspector_path.read_text(encoding="utf-8")))
-    injection_path = results / "injection-dev.json"
-    if injection_path.exists():
-        lines += [
-            "## Injection detector",
-            "",
-            "Recall and false-positive rate per subset of the held-out dev split, with 95% Wilson intervals, and the "
-            "cost per memory: see [security.md](security.md) (results in `docs/results/injection-dev.json`).",
-            "",
-        ]
-    return lines
