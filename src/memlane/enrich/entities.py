@@ -81,16 +81,16 @@ _FILLERS: Final = _words(
     long short best better good bad happy sad totally wanna gonna gotta yup alright mhm
     """
 )
-# Closed-class words (prepositions, conjunctions, discourse adverbs) and the gerund documentation opens headings
-# with: never a name alone, nor at a sentence's start ("For", "Using Git"), nor a name's last word ("Vim To" in
-# wrapped help text); inside a run they may be part of one ("Under Armour").
+# Closed-class words (prepositions, conjunctions, discourse adverbs), and "note" and "using", which documentation
+# opens lines and headings with: never a name alone, nor at a sentence's start ("For", "Using Git"), nor a name's
+# last word ("Vim To" in wrapped help text); inside a run they may be part of one ("Under Armour").
 FUNCTION_WORDS: Final = _words(
     """
     for in on at to by with from into onto upon about above below under over between through throughout without
     within via than as off out up down across along among against toward towards beside besides beyond despite
     except inside outside nor yet unless whether whereas however otherwise thus therefore hence moreover
     furthermore instead meanwhile likewise nevertheless nonetheless consequently similarly additionally note
-    using e.g. i.e. etc
+    using etc
     """
 )
 _NOT_NAMES: Final = _FILLERS | FUNCTION_WORDS
@@ -154,7 +154,6 @@ _CAPITAL: Final = re.compile(r"[A-ZÀ-ÖØ-Þ]")  # where a capitalised run can 
 # between are skipped; a dash does when a space follows it ("- Anna" in a list, not "Jean-Luc")
 _BREAKS: Final = frozenset('.!?…:;\n\t"“”(')
 _DASHES: Final = frozenset("-–—")
-_SPACES: Final = frozenset(" \u00a0\r\f\v")
 _MIXED_CASE: Final = re.compile(r"(?<![\w'’])[a-z]+[A-Z][\w\-]*")  # iPhone, eBay, macOS
 # "the kids" is the speaker's kids, as "my kids" is (one's own children are spoken of so most of the time)
 _KIN_MENTION: Final = re.compile(
@@ -221,7 +220,7 @@ def is_sentence_start(text: str, start: int) -> bool:
     nothing), whatever spaces or indent stand between.
     """
     end = start
-    while end > 0 and text[end - 1] in _SPACES:
+    while end > 0 and text[end - 1].isspace() and text[end - 1] not in _BREAKS:  # a line break or tab is one
         end -= 1
     if end == 0:  # the text's first word; spaces before it mean a fragment cut from a sentence (" Lisbon.")
         return start == 0

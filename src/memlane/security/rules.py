@@ -359,6 +359,9 @@ def _automaton() -> Any:
 _NEEDS: Final = _automaton()
 
 
+_FINDER_LITERALS: Final = 8  # start literals from which one automaton pass beats one ``find`` each
+
+
 def _finder(literals: tuple[str, ...] | None) -> Any:
     """An Aho-Corasick automaton of a rule's many start literals (one pass instead of one ``find`` each)."""
     if ahocorasick is None or literals is None or len(literals) < _FINDER_LITERALS:
@@ -368,9 +371,6 @@ def _finder(literals: tuple[str, ...] | None) -> Any:
         automaton.add_word(literal, len(literal) - 1)
     automaton.make_automaton()
     return automaton
-
-
-_FINDER_LITERALS: Final = 8
 
 
 @cache
