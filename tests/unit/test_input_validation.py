@@ -356,3 +356,19 @@ def test_import_and_export_paths_that_are_no_file_name_raise_validation_errors(
         memory.import_(target, user_id="ana")
     assert not list(folder.iterdir())  # nothing half-written
     assert len(memory.list(user_id="ana")) == 1
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        # a list with one bad item: the item is named, not the union's branch that did not apply
+        ({"kind": ["fact", 3]}, "invalid filters: kind[1]: Input should be 'message'"),
+        ({"kind": "nope"}, "invalid filters: kind: Input should be 'message'"),
+    ],
+)
+def test_a_filter_error_names_the_place_in_the_input(memory: Memory, filters: dict[str, Any], expected: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        memory.search("x", user_id="u", filters=filters)
+    message = str(caught.value)
+    assert message.startswith(expected)
+    assert "str-enum" not in message and "list[" not in message

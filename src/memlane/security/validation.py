@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from pydantic import ValidationError as PydanticValidationError
 
@@ -270,11 +271,30 @@ def check_callback(value: T, *, what: str) -> T:
     return value
 
 
+# The name pydantic gives one branch of a union in an error's location ("str-enum[MemoryKind]",
+# "list[str-enum[MemoryKind]]"): a part of its schema, not of the input.
+_UNION_BRANCH: Final = re.compile(r"[a-z][a-z-]*\[.*\]")
+
+
 def first_error(exc: PydanticValidationError) -> str:
-    """The first problem pydantic found, as ``field: message``."""
-    err = exc.errors()[0]
-    where = ".".join(str(p) for p in err.get("loc", ())) or "value"
-    return f"{where}: {err.get('msg', 'invalid')}"
+    """The first problem pydantic found, as ``field: message``, at the place in the input it concerns.
+
+    A value that fits no branch of a union (``kind: ["fact", 3]`` against ``kind: MemoryKind | list[MemoryKind]``)
+    fails in every branch; the deepest of those failures names the item at fault (``kind[1]``), where the first
+    would name the branch that did not apply. Branch names are pydantic's, not the input's, and are left out.
+    """
+    errors = exc.errors()
+    first = errors[0]
+    head = tuple(first.get("loc", ()))[:1]
+    same = [e for e in errors if tuple(e.get("loc", ()))[:1] == head] if head else [first]
+    err = max(same, key=lambda e: len(e.get("loc", ())))  # max keeps the first of equal depth
+    where = ""
+    for part in err.get("loc", ()):
+        if isinstance(part, int):
+            where += f"[{part}]"
+        elif not _UNION_BRANCH.fullmatch(part):
+            where += f".{part}" if where else part
+    return f"{where or 'value'}: {err.get('msg', 'invalid')}"
 
 
 def check_message(msg: Message, *, what: str, limits: Limits) -> Message:
