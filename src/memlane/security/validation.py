@@ -63,11 +63,17 @@ def _name(value: object) -> str:
 
 
 def check_utf8(text: str, what: str) -> None:
-    """Reject strings that cannot be encoded as UTF-8 (lone surrogates from bad decoding)."""
+    """Reject strings that no store can keep: those that cannot be encoded as UTF-8 (lone surrogates from bad
+    decoding), and those holding U+0000, which PostgreSQL's text and JSON types refuse (SQLite keeps it, so without
+    this a store would accept on one backend what it refuses on another).
+    """
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ValidationError(f"{what} is not valid UTF-8 (lone surrogate at character {exc.start})") from None
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise ValidationError(f"{what} must not contain U+0000 (NUL, at character {nul})")
 
 
 def _no_controls(text: str, what: str) -> None:
