@@ -14,7 +14,9 @@ Queries: every entry of the Fetchmail FAQ (usr/share/doc/fetchmail/fetchmail-FAQ
 page; an entry is an <h2> heading "G1. question") whose question ends with "?"; the entry
 number ("G1. ") is dropped.
 Answer:  the blocks under that heading up to the next heading of any level, kept whole (so
-an entry whose text is all in <h3> subsections has no answer and is left out).
+an entry whose text is all in <h3> subsections has no answer and is left out).  An entry whose
+whole answer refers to another entry ("See I5 above.") is left out too (neither a query nor in
+the corpus).
 Distractors: the rest of the fetchmail documentation in the package: the manual page
 fetchmail(1) (troff, read by the curl set's reader), the HTML pages design-notes.html,
 fetchmail-features.html and todo.html, the release notes NEWS.gz and OLDNEWS.gz (cut at "#"
@@ -52,6 +54,7 @@ FAQ = "fetchmail-FAQ.html"
 HTML_DOCS = ("design-notes.html", "fetchmail-features.html", "todo.html")
 TEXT_DOCS = ("NEWS.gz", "OLDNEWS.gz", "README.SSL.gz")
 NUMBER = re.compile(r"^[A-Z]\d+\. ")
+SEE_OTHER = re.compile(r"^See [A-Z]\d+ (above|below)\.$")
 
 
 def load_curl_build():
@@ -79,6 +82,10 @@ def main():
     found = c.Queries()
     p = c.parse_html(os.path.join(docdir, FAQ), None, skip)
     entries = c.heading_entries(p.events, lambda h: NUMBER.sub("", h))
+    for e in entries:
+        if e is not None and len(e[1]) == 1 and SEE_OTHER.match(e[1][0]):
+            print("left out (the answer is %r): %s" % (e[1][0], e[0]))
+    entries = [e for e in entries if e is None or len(e[1]) != 1 or not SEE_OTHER.match(e[1][0])]
     found.add_entries(FAQ, c.page_title(p), entries)
 
     curl = load_curl_build()
