@@ -83,9 +83,14 @@ def skip(tag, a):
 
 
 def read_text(path):
+    """A text file as UTF-8, or as Latin-1 when it is not valid UTF-8 (the FAQ has one Latin-1 byte)."""
     opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
-        return f.read()
+    with opener(path, "rb") as f:
+        raw = f.read()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
 
 
 def faq_entries(lines):
