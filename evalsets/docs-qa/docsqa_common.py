@@ -453,3 +453,42 @@ def out_dir(argv, script):
     root = os.path.abspath(argv[1])
     outdir = os.path.abspath(argv[2]) if len(argv) > 2 else os.path.dirname(os.path.abspath(script))
     return root, outdir
+
+
+# ---------------------------------------------------------------------------- fetching the packages
+def fetch_packages(debs, workdir):
+    """Download the recorded .deb files with `apt-get download NAME=VERSION` into ``workdir``,
+    check each against its recorded size and sha256, and extract them all with `dpkg-deb -x`
+    into ``workdir``/root, which is returned.  ``debs``: [(name, version, file name, bytes,
+    sha256)].  Stops with an error naming the file when a download differs from the record."""
+    import hashlib
+    import subprocess
+
+    root = os.path.join(workdir, "root")
+    os.makedirs(root, exist_ok=True)
+    for name, version, filename, size, sha256 in debs:
+        subprocess.run(["apt-get", "download", "%s=%s" % (name, version)], cwd=workdir, check=True)
+        path = os.path.join(workdir, filename)
+        with open(path, "rb") as f:
+            data = f.read()
+        digest = hashlib.sha256(data).hexdigest()
+        if len(data) != size or digest != sha256:
+            sys.exit(
+                "%s: %d bytes, sha256 %s; expected %d bytes, sha256 %s" % (filename, len(data), digest, size, sha256)
+            )
+        subprocess.run(["dpkg-deb", "-x", path, root], check=True)
+    return root
+
+
+def package_root(argv, script, debs):
+    """``out_dir`` for scripts that can fetch their packages: PKGROOT may be the word `fetch`,
+    which downloads, checks and extracts ``debs`` (see ``fetch_packages``) into a temporary
+    folder first.  Returns (package root, output folder, temporary folder or None)."""
+    import tempfile
+
+    if len(argv) >= 2 and argv[1] == "fetch":
+        tmp = tempfile.mkdtemp(prefix="docsqa-")
+        outdir = os.path.abspath(argv[2]) if len(argv) > 2 else os.path.dirname(os.path.abspath(script))
+        return fetch_packages(debs, tmp), outdir, tmp
+    root, outdir = out_dir(argv, script)
+    return root, outdir, None
