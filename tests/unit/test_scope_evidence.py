@@ -181,8 +181,32 @@ def test_entity_rarity_is_a_terms_rarity() -> None:
         def entity_memories(self, user_id: str, entity: str, limit: int) -> list[str]:
             return [f"m{i}" for i in range({"rare": 1, "some": 5, "everywhere": 40}[entity])]
 
+        def text_search(self, user_id: str, terms: list[str], limit: int | None, filters: object) -> list[str]:
+            return []  # no text holds these names (they came with the memories' metadata, say)
+
     found = entity_rarity(Frequencies(Counts()), "u", ["rare", "some", "everywhere"], 400)  # type: ignore[arg-type]
     assert found["rare"] == 1.0 and 0.0 < found["some"] < 1.0 and found["everywhere"] == 0.0
+
+
+def test_an_entity_whose_name_is_a_common_word_of_the_scope_is_no_evidence() -> None:
+    """A word the extractor took for a name in one memory ("Possible values: ...") that hundreds of memories say as
+    a plain word ("is it possible to ...?") names nothing in particular; a name as rare in the text keeps its weight,
+    and of a two-word name the rarer word counts.
+    """
+    involved = {"possible": 1, "oskar": 1, "mac os": 1}
+    said = {"possible": 60, "oskar": 1, "mac": 2, "os": 50}
+
+    class Counts:
+        def entity_memories(self, user_id: str, entity: str, limit: int) -> list[str]:
+            return [f"m{i}" for i in range(involved[entity])]
+
+        def text_search(self, user_id: str, terms: list[str], limit: int | None, filters: object) -> list[str]:
+            return [f"m{i}" for i in range(min(said[terms[0]], limit or 10**6))]
+
+    found = entity_rarity(Frequencies(Counts()), "u", ["possible", "oskar", "mac os"], 400)  # type: ignore[arg-type]
+    assert found["possible"] == 0.0
+    assert found["oskar"] == 1.0
+    assert found["mac os"] == pytest.approx(rarity(2, 400))
 
 
 def test_a_lone_candidates_tiny_bm25_does_not_earn_the_whole_keyword_weight() -> None:

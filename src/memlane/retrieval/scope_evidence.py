@@ -133,11 +133,23 @@ def specificity(frequencies: Frequencies, user_id: str, terms: Sequence[str], n:
 
 
 def entity_rarity(frequencies: Frequencies, user_id: str, entities: Sequence[str], n: int) -> dict[str, float]:
-    """The rarity (``rarity``) of each entity among the user's ``n`` memories (how many involve it): as for an
-    exact-match term, an entity that more than the square root of the scope involves is no evidence of which memory
-    is meant (documentation passages share "git" or "Django"; a word the extractor misread as a name is everywhere).
+    """The rarity (``rarity``) of each entity among the user's ``n`` memories: as for an exact-match term, an entity
+    that more than the square root of the scope involves is no evidence of which memory is meant (documentation
+    passages share "git" or "Django").
+
+    Counted two ways, the rarer reading losing: the memories that involve the entity, and those whose text holds its
+    name's words (as ``term_rarity`` counts a term: by its rarest word). A word the extractor misread as a name in a
+    few memories ("Possible values ...") is held by hundreds more as a plain word ("is it possible to ...?"): a query
+    that says it names nothing in particular.
     """
-    return {e: rarity(frequencies.entity(user_id, e, n), n) for e in entities}
+    out: dict[str, float] = {}
+    for e in entities:
+        involved = rarity(frequencies.entity(user_id, e, n), n)
+        words = dict.fromkeys(w.lower() for w in _INDEX_WORD.findall(e))
+        held = [df for w in words if (df := frequencies.of(user_id, w, n))]
+        # a name no text holds (only metadata, say) is counted by the memories involving it alone
+        out[e] = min(involved, max(rarity(df, n) for df in held)) if held else involved
+    return out
 
 
 #: A session is a conversation when at least this share of its adjacent turns (seen so far) change speaker or role.
