@@ -36,7 +36,7 @@ def memory(tmp_path: Path, limits: tuple[int, int]) -> Iterator[Memory]:
 
 
 def _run(memory: Memory, *steps: tuple[str, dict[str, Any]]) -> list[Any]:
-    server = build_server(memory, McpScope(max_id_chars=memory.limits.id_chars))  # every call names its user
+    server = build_server(memory, McpScope())  # every call names its user, an id of the store's limit
 
     async def main() -> list[Any]:
         async with Client(server) as client:
@@ -86,7 +86,7 @@ def test_an_id_and_a_cursor_of_the_limit_are_accepted_and_one_more_refused(
 
 def test_the_tools_schemas_state_the_limits_in_effect(memory: Memory, limits: tuple[int, int]) -> None:
     text_chars, id_chars = limits
-    server = build_server(memory, McpScope(max_id_chars=id_chars))
+    server = build_server(memory, McpScope())
 
     async def main() -> dict[str, dict[str, Any]]:
         async with Client(server) as client:

@@ -97,6 +97,10 @@ def test_an_id_of_the_limit_is_accepted_and_one_more_refused(edge: Edge, limits:
         _refused(edge.get(path, user_id=over), ["query", "user_id"], id_chars)
     r = edge.post("/v1/memories", {"user_id": user, "messages": ["hi"], "session_id": "s" * (id_chars + 1)})
     _refused(r, ["body", "session_id"], id_chars)
+    assert edge.get("/v1/graph", user_id=user, entity="e" * id_chars).status_code == 404  # no such entity, not a 400
+    _refused(edge.get("/v1/graph", user_id=user, entity="e" * (id_chars + 1)), ["query", "entity"], id_chars)
+    assert edge.get("/v1/relations", user_id=user, entity="e" * id_chars).json() == []
+    _refused(edge.get("/v1/relations", user_id=user, entity="e" * (id_chars + 1)), ["query", "entity"], id_chars)
 
 
 def test_a_timeline_cursor_is_as_long_as_the_library_makes_it(edge: Edge, limits: tuple[int, int]) -> None:

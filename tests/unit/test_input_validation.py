@@ -322,6 +322,10 @@ def test_limits_follow_the_config() -> None:
 
 
 def test_the_id_limit_holds_the_ids_memlane_makes_and_the_environment_sets_both() -> None:
+    with Memory(":memory:", embedder="hash", config=Config(max_id_chars=40)) as memory:
+        assert memory.relations(user_id="ana", entity="e" * 40) == []
+        with pytest.raises(ValidationError, match="entity is 41 characters, more than the limit of 40"):
+            memory.relations(user_id="ana", entity="e" * 41)
     with pytest.raises(ConfigError, match="at least 32"):
         Config(max_id_chars=31)  # a memory's own id (32 characters) would be refused by every call naming it
     config = Config.from_env({"MEMLANE_MAX_TEXT_CHARS": "100000", "MEMLANE_MAX_ID_CHARS": "512"})

@@ -14,6 +14,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field
@@ -94,6 +95,7 @@ def build_server(memory: Memory, scope: McpScope) -> MCPServer:
     """An MCP server whose tools and resources act on ``memory`` within ``scope``; the tools' schemas state the
     limits of ``memory``'s store, which checks every argument (``memlane.security.edge_limits``).
     """
+    scope = replace(scope, max_id_chars=memory.limits.id_chars)  # a user id is an id of this store
     with limits_in_effect(memory.limits):
         return _server(memory, scope)
 

@@ -118,7 +118,7 @@ async def relations(
     who: Reader,
     svc: Svc,
     user_id: UserQ,
-    entity: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
+    entity: Annotated[str | None, Query(min_length=1), Bound("id_chars")] = None,
     current_only: bool = False,
 ) -> list[RelationEdge]:
     """The typed relations of a user's graph (of one entity when given), with sources and validity windows."""
