@@ -140,3 +140,14 @@ def test_a_text_over_the_limit_in_a_message_is_the_librarys_400(edge: Edge, limi
     r = edge.post("/v1/memories", {"user_id": "ana", "messages": ["m" * (text_chars + 1)]})
     assert r.status_code == 400 and set(r.json()) == {"detail", "errors"}, r.text
     assert f"more than the limit of {text_chars}" in r.json()["detail"]
+
+
+def test_the_inspector_pages_follow_the_limits_too(edge: Edge, limits: tuple[int, int]) -> None:
+    text_chars, id_chars = limits
+    login = edge.client.post("/ui/login", data={"key": edge.headers["Authorization"][7:]}, follow_redirects=False)
+    assert login.status_code == 303, login.text
+    longest = CURSOR_TIME + "m" * (id_chars + 64 - len(CURSOR_TIME))
+    assert edge.client.get("/ui/u/ana", params={"after": longest}).status_code == 200
+    assert edge.client.get("/ui/u/ana", params={"after": longest + "m"}).status_code == 400
+    assert edge.client.get("/ui/u/ana/search", params={"q": "q" * text_chars}).status_code == 200
+    assert edge.client.get("/ui/u/ana/search", params={"q": "q" * (text_chars + 1)}).status_code == 400
