@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from memlane.errors import ConfigError
+from memlane.ids import ID_CHARS
 from memlane.lifecycle.survival import SurvivalWeights
 from memlane.retrieval.fusion import BLEND, CONVEX, IMDMR, MULTI_DIM, MULTI_GRAPH, RRF, WEIGHTED, FusionSpec
 from memlane.security.redact import check_kinds
@@ -235,6 +236,11 @@ class Config:
     def __post_init__(self) -> None:
         if self.max_text_chars <= 0 or self.embed_batch <= 0 or self.recency_half_life_days <= 0:
             raise ConfigError("max_text_chars, embed_batch and recency_half_life_days must be positive")
+        if not isinstance(self.max_id_chars, int) or self.max_id_chars < ID_CHARS:
+            raise ConfigError(
+                f"max_id_chars must be an integer of at least {ID_CHARS} (the length of the ids memlane makes), "
+                f"got {self.max_id_chars!r}"
+            )
         if self.blas_threads is not None and (not isinstance(self.blas_threads, int) or self.blas_threads < 1):
             raise ConfigError(f"blas_threads must be a positive integer or None, got {self.blas_threads!r}")
         if not isinstance(self.rerank_depth, int) or not 1 <= self.rerank_depth <= 1000:
@@ -305,7 +311,8 @@ class Config:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
         """Settings from ``MEMLANE_HOME``, ``MEMLANE_EMBEDDER``, ``MEMLANE_PRESET``, ``MEMLANE_INFER``, ``MEMLANE_BLAS_THREADS``,
-        ``MEMLANE_MIN_CONFIDENCE``, ``MEMLANE_CAPACITY``, ``MEMLANE_RERANKER``, ``MEMLANE_BROKER_URL``,
+        ``MEMLANE_MIN_CONFIDENCE``, ``MEMLANE_CAPACITY``, ``MEMLANE_MAX_TEXT_CHARS``, ``MEMLANE_MAX_ID_CHARS``,
+        ``MEMLANE_RERANKER``, ``MEMLANE_BROKER_URL``,
         ``MEMLANE_BROKER_QUEUE``, ``MEMLANE_JOB_MAX_ATTEMPTS``, ``MEMLANE_JOB_BACKOFF_SECONDS``,
         ``MEMLANE_INJECTION_DETECTOR``, ``MEMLANE_INJECTION_THRESHOLD``, ``MEMLANE_REDACT_PII`` (e.g. ``email,phone`` or
         ``all``), ``MEMLANE_PII_KEY`` and ``MEMLANE_LLM_*`` (``PROVIDER``, ``MODEL``,
@@ -330,6 +337,10 @@ class Config:
             kwargs["min_confidence"] = _number("MEMLANE_MIN_CONFIDENCE", env["MEMLANE_MIN_CONFIDENCE"])
         if env.get("MEMLANE_CAPACITY"):
             kwargs["capacity"] = int(_number("MEMLANE_CAPACITY", env["MEMLANE_CAPACITY"]))
+        for key in ("max_text_chars", "max_id_chars"):  # every edge (REST, MCP) follows them
+            value = env.get(f"MEMLANE_{key.upper()}")
+            if value:
+                kwargs[key] = _count(f"MEMLANE_{key.upper()}", value)
         for key in ("provider", "model", "base_url", "region"):
             value = env.get(f"MEMLANE_LLM_{key.upper()}")
             if value:
@@ -374,3 +385,13 @@ def _number(name: str, value: str) -> float:
         return float(value)
     except ValueError:
         raise ConfigError(f"{name} must be a number, got {value!r}") from None
+
+
+def _count(name: str, value: str) -> int:
+    try:
+        count = int(value.strip())
+    except ValueError:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}") from None
+    if count <= 0:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+    return count

@@ -14,6 +14,8 @@ import threading
 import time
 from typing import Final
 
+#: The length of every id ``new_id`` makes (so ``Config.max_id_chars`` may not be below it).
+ID_CHARS: Final = 32
 _COUNTER: Final = itertools.count()
 _LOCK: Final = threading.Lock()
 

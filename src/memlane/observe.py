@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticValidationError
@@ -24,7 +24,8 @@ from memlane.enrich.entities import AliasRow, canonical
 from memlane.errors import ValidationError
 from memlane.ids import new_id
 from memlane.models import MemoryItem, MemoryKind, parse_time, utcnow
-from memlane.security.validation import Limits, check_metadata, check_text, check_time
+from memlane.security.edge_limits import Bound
+from memlane.security.validation import Limits, check_id, check_metadata, check_text, check_time
 
 OBSERVATION_ROLE: Final = "observation"
 TAG: Final = re.compile(r"\[(?P<label>[^\W\d_][\w.-]{0,63}):(?P<type>[A-Za-z][A-Za-z _-]{0,31})\]")
@@ -42,14 +43,14 @@ class Observation(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    caption: str = Field(min_length=1, max_length=32_000)
+    caption: Annotated[str, Field(min_length=1), Bound("text_chars")]  # checked against the store's limits
     timestamp: datetime
     end: datetime | None = None
     media: str | None = Field(default=None, max_length=2048)
     stream: str | None = Field(default=None, max_length=256)
     names: dict[str, str] = Field(default_factory=dict)
     subject: str | None = Field(default=None, max_length=256)
-    attached_to: str | None = Field(default=None, max_length=256)
+    attached_to: Annotated[str, Bound("id_chars")] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("timestamp", "end", mode="before")
@@ -245,6 +246,8 @@ def check_observations(value: object, limits: Limits) -> list[Observation]:
             first = exc.errors()[0]
             raise ValidationError(f"observation {i}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
         check_text(item.caption, max_chars=limits.text_chars, what=f"observation {i} caption")
+        if item.attached_to is not None:
+            check_id(item.attached_to, what=f"observation {i} attached_to", max_chars=limits.id_chars)
         check_time(item.timestamp, what=f"observation {i} timestamp", limits=limits)
         if item.end is not None:
             check_time(item.end, what=f"observation {i} end", limits=limits)

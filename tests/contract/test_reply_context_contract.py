@@ -4,6 +4,7 @@ reply-only rule, on every backend, through the read model and the SQL full-text 
 
 from __future__ import annotations
 
+import io
 from datetime import UTC, datetime
 
 from memlane import Memory
@@ -49,3 +50,40 @@ def test_a_delete_takes_a_turns_words_out_of_the_next_turns_context(memory: Memo
     memory.delete(ids[2], user_id="ana")
     assert _found(memory, "help") == [set(), set()]
     assert _found(memory, "tomorrow") == [{TURNS[3]["content"]}] * 2
+
+
+# Speakers that are one under casefold but not under lower(): "ß" folds to "ss", and a final sigma to a sigma.
+# (lower() of the earlier name is not the later one's casefold: lower('Straße') is 'straße', and lower('Élodie')
+# keeps its 'É' in a database of the C locale.)
+ONE_SPEAKER = [
+    {"role": "user", "name": "Straße", "content": "My locker code is 7 quixotrel."},
+    {"role": "user", "name": "STRASSE", "content": "Bring the zebulon badge."},  # the same speaker: no context
+    {"role": "assistant", "content": "Noted."},  # a reply: the badge's words
+    {"role": "user", "name": "Οδυσσευς", "content": "The harbour opens at dawn."},  # a reply: "Noted."
+    {"role": "user", "name": "ΟΔΥΣΣΕΥΣ", "content": "Wake me early."},  # the same speaker again
+    {"role": "assistant", "name": "Élodie", "content": "Your pelican is fed."},  # a reply
+    {"role": "assistant", "name": "ÉLODIE", "content": "And watered."},  # the same speaker again
+]
+# The texts a search for a word finds: its own turn, and the turn after it when that one replies to it.
+EXPECTED = {
+    "quixotrel": {ONE_SPEAKER[0]["content"]},
+    "zebulon": {ONE_SPEAKER[1]["content"], ONE_SPEAKER[2]["content"]},
+    "harbour": {ONE_SPEAKER[3]["content"]},
+    "pelican": {ONE_SPEAKER[5]["content"]},
+}
+
+
+def test_speakers_one_under_casefold_are_one_speaker_in_one_add(memory: Memory) -> None:
+    memory.add(ONE_SPEAKER, user_id="ana", session_id="dock")
+    assert {word: _found(memory, word) for word in EXPECTED} == {w: [t, t] for w, t in EXPECTED.items()}
+
+
+def test_speakers_one_under_casefold_are_one_speaker_across_adds_and_an_import(memory: Memory) -> None:
+    for turn in ONE_SPEAKER:  # each turn's previous turn is the stored last turn of the session
+        memory.add(turn, user_id="ana", session_id="dock")
+    assert {word: _found(memory, word) for word in EXPECTED} == {w: [t, t] for w, t in EXPECTED.items()}
+    buffer = io.StringIO()
+    memory.export(buffer, user_id="ana")
+    memory.delete_all(user_id="ana")
+    assert memory.import_(io.StringIO(buffer.getvalue()), user_id="ana") == len(ONE_SPEAKER)  # positions kept
+    assert {word: _found(memory, word) for word in EXPECTED} == {w: [t, t] for w, t in EXPECTED.items()}

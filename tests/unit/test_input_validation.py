@@ -14,7 +14,14 @@ import pytest
 
 from memlane import Config, Memory
 from memlane.embedding.fake import HashEmbedder
-from memlane.errors import ImportFormatError, MemlaneError, MissingScopeError, NotFoundError, ValidationError
+from memlane.errors import (
+    ConfigError,
+    ImportFormatError,
+    MemlaneError,
+    MissingScopeError,
+    NotFoundError,
+    ValidationError,
+)
 from memlane.lifecycle.locks import Leases
 from memlane.models import Job, MemoryItem, MemoryKind, parse_time, utcnow
 from memlane.security.terminal import json_safe, one_line, printable
@@ -310,8 +317,22 @@ def test_terminal_escapes() -> None:
 
 
 def test_limits_follow_the_config() -> None:
-    limits = Limits.from_config(Config(max_id_chars=10, max_text_chars=20))
-    assert (limits.id_chars, limits.text_chars) == (10, 20)
+    limits = Limits.from_config(Config(max_id_chars=40, max_text_chars=20))
+    assert (limits.id_chars, limits.text_chars) == (40, 20)
+
+
+def test_the_id_limit_holds_the_ids_memlane_makes_and_the_environment_sets_both() -> None:
+    with Memory(":memory:", embedder="hash", config=Config(max_id_chars=40)) as memory:
+        assert memory.relations(user_id="ana", entity="e" * 40) == []
+        with pytest.raises(ValidationError, match="entity is 41 characters, more than the limit of 40"):
+            memory.relations(user_id="ana", entity="e" * 41)
+    with pytest.raises(ConfigError, match="at least 32"):
+        Config(max_id_chars=31)  # a memory's own id (32 characters) would be refused by every call naming it
+    config = Config.from_env({"MEMLANE_MAX_TEXT_CHARS": "100000", "MEMLANE_MAX_ID_CHARS": "512"})
+    assert (config.max_text_chars, config.max_id_chars) == (100_000, 512)
+    for bad in ("0", "-5", "1e5", "many"):
+        with pytest.raises(ConfigError, match="MEMLANE_MAX_TEXT_CHARS must be a positive integer"):
+            Config.from_env({"MEMLANE_MAX_TEXT_CHARS": bad})
 
 
 def test_a_typed_memory_with_merged_metadata_round_trips(memory: Memory) -> None:

@@ -197,3 +197,32 @@ def test_postgres_store_from_before_the_rule_is_migrated(
     with psycopg.connect(fresh_database) as conn:
         row = conn.execute("SELECT count(*) FROM migrations WHERE name = '0013_reply_context'").fetchone()
         assert row is not None and row[0] == 1
+
+
+# The pipelined add before ``0014_reply_context_casefold``: the previous turn's speaker compared with SQL's lower().
+_PG_LOWER_RULE = """
+UPDATE memories m SET ctx = coalesce((
+    SELECT p.text FROM memories p WHERE p.user_id = m.user_id AND p.session_id IS NOT DISTINCT FROM m.session_id
+        AND p.position = m.position - 1 AND m.kind = 'message' AND p.kind = 'message'
+        AND (coalesce(p.role, '') <> coalesce(m.role, '') OR lower(coalesce(p.speaker, '')) <> %s)
+    ORDER BY p.pk LIMIT 1
+), '') WHERE m.speaker = %s
+"""
+
+
+def test_postgres_entries_written_by_lower_are_rewritten_by_casefold(fresh_database: str, config: Config) -> None:
+    import psycopg
+
+    turns = [Message(role="user", name="Straße", content="I fixed the gate."), *PAINT]
+    turns.insert(1, Message(role="user", name="STRASSE", content="It squeaked for years."))  # one speaker: no context
+    with Memory(fresh_database, embedder=HashEmbedder(), config=config) as m:
+        m.add(turns, user_id="chat", session_id="s3")
+    assert _pg_contexts(fresh_database)["It squeaked for years."] == ""
+    with psycopg.connect(fresh_database) as conn:
+        conn.execute(_PG_LOWER_RULE, ("STRASSE".casefold(), "STRASSE"))  # lower('Straße') is 'straße': a "reply"
+        conn.execute("DELETE FROM migrations WHERE name = '0014_reply_context_casefold'")
+    assert _pg_contexts(fresh_database)["It squeaked for years."] == "I fixed the gate."
+    with Memory(fresh_database, embedder=HashEmbedder(), config=config) as m:
+        assert _pg_contexts(fresh_database)["It squeaked for years."] == ""
+        found = m.search("gate", user_id="chat", preset_name="bm25", filters=SINCE)
+        assert [h.memory.text for h in found] == ["I fixed the gate."]

@@ -16,7 +16,8 @@ class McpScope:
 
     With ``user_id`` set the server serves that user only: a call naming another user is refused. Without it,
     every call must name its user. ``tenant`` follows the library's rule (``memlane.scope.check_tenant``) and is
-    passed to it as is (the default tenant is the embedded default).
+    passed to it as is (the default tenant is the embedded default). ``max_id_chars`` is the store's id limit:
+    ``build_server`` sets it from the store it serves.
     """
 
     user_id: str | None = None

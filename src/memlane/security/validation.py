@@ -49,6 +49,11 @@ class Limits:
     time_min: datetime = datetime(1000, 1, 1, tzinfo=UTC)
     time_max: datetime = datetime(9000, 1, 1, tzinfo=UTC)
 
+    @property
+    def cursor_chars(self) -> int:
+        """The longest page cursor a caller hands back: an id and a time stamp with its separators."""
+        return self.id_chars + 64
+
     @classmethod
     def from_config(cls, config: Any) -> Limits:
         """The default limits with ``config.max_id_chars`` and ``config.max_text_chars``."""

@@ -19,7 +19,9 @@ from memlane.config import Config
 from memlane.engine import Memory
 from memlane.errors import MemlaneError, ValidationError
 from memlane.models import AddResult, FlaggedMemory, HistoryEntry, Hit, Job, MemoryItem, Stats
+from memlane.security.edge_limits import Bound
 from memlane.security.hit_flags import flag_hits
+from memlane.security.validation import Limits
 from memlane.server.admin_store import AdminStore, open_admin_store
 from memlane.server.documents import router as documents_router
 from memlane.server.edge import KeyFirst
@@ -64,7 +66,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     )
 }
 NDJSON = "application/x-ndjson"
-UserQ = Annotated[str, Query(description="the user within the key's tenant")]
+UserQ = Annotated[str, Query(description="the user within the key's tenant"), Bound("id_chars")]
 
 
 class NDJSONResponse(PlainTextResponse):
@@ -79,13 +81,15 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
     """
     svc = Service(settings, admin or open_admin_store(settings.data_dir, settings.store), memory)
     owned = memory is None
+    config = Config.from_env().with_(data_dir=settings.data_dir) if owned else None
+    # the store's limits, in every schema and every check of this edge (memlane.security.edge_limits)
+    limits = Limits.from_config(config) if memory is None else memory.limits
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if settings.insecure_dev:
             log.warning("!!! %s — never expose this server beyond your own machine !!!", INSECURE_WARNING)
-        if owned:
-            config = Config.from_env().with_(data_dir=settings.data_dir)
+        if config is not None:
             svc.memory = Memory(settings.store, embedder=settings.embedder, config=config)
         svc.start_telemetry()  # per-operation metrics (memlane.telemetry)
         try:
@@ -112,7 +116,7 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
         redoc_url=None,
     )
     app.state.service = svc
-    install_strict(app)
+    install_strict(app, limits)
     exempt = frozenset({"/health", "/ready", "/metrics"})
     # outermost last: metrics, then the key (from the headers alone), then the body (read whole, within its size and
     # time limits, not counted as in flight), then the in-flight cap on requests being served

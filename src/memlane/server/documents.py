@@ -10,11 +10,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memlane.models import AddResult
 from memlane.server.keys import Scope
+from memlane.server.schemas import Id, Text, UserId
 from memlane.server.service import Principal, Service
+from memlane.server.strict import StrictRoute
 
 _bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer ml_<prefix>_<secret>`")
 
-UserId = Annotated[str, Field(min_length=1, max_length=256, description="the user within the key's tenant")]
 Stamp = Annotated[str, Field(max_length=64, description="ISO 8601; naive times are UTC")]
 
 
@@ -23,7 +24,7 @@ class DocumentIn(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    text: Annotated[str, Field(min_length=1)]
+    text: Text
     title: str | None = None
     source: str | None = None
     timestamp: Stamp | None = None
@@ -37,7 +38,7 @@ class DocumentsRequest(BaseModel):
 
     user_id: UserId
     documents: Annotated[list[str | DocumentIn], Field(min_length=1)]
-    agent_id: str | None = None
+    agent_id: Id | None = None
     timestamp: Stamp | None = None
     metadata: dict[str, Any] | None = None
 
@@ -49,7 +50,7 @@ def _writer(request: Request, creds: Annotated[HTTPAuthorizationCredentials | No
 
 Writer = Annotated[Principal, Depends(_writer)]
 
-router = APIRouter(tags=["memories"])
+router = APIRouter(tags=["memories"], route_class=StrictRoute)
 
 
 @router.post("/v1/documents", response_model=AddResult)

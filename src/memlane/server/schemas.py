@@ -12,15 +12,19 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlane.models import Hit
+from memlane.security.edge_limits import Bound
 
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-#: The library's own limits, stated in the schema too (the library still checks every value).
-UserId = Annotated[str, Field(min_length=1, max_length=256, description="the user within the key's tenant")]
-Text = Annotated[str, Field(min_length=1, max_length=32_000)]
+#: The library's own limits, those of the server's store (``memlane.security.edge_limits``), stated in the schema
+#: too (the library still checks every value).
+UserId = Annotated[str, Field(min_length=1, description="the user within the key's tenant"), Bound("id_chars")]
+Id = Annotated[str, Field(min_length=1), Bound("id_chars")]
+Text = Annotated[str, Field(min_length=1), Bound("text_chars")]
+TopK = Annotated[int, Field(ge=1), Bound("top_k")]
 Time = Annotated[str, Field(description="an ISO 8601 time, e.g. 2025-03-02T09:15:00Z")]
 
 
@@ -39,8 +43,8 @@ class AddRequest(_Body):
 
     user_id: UserId
     messages: str | MessageIn | list[str | MessageIn]
-    session_id: str | None = None
-    agent_id: str | None = None
+    session_id: Id | None = None
+    agent_id: Id | None = None
     timestamp: Time | None = None
     metadata: dict[str, Any] | None = None
     infer: bool | None = None
@@ -54,7 +58,7 @@ class SearchRequest(_Body):
 
     user_id: UserId
     query: Text
-    top_k: int = Field(default=10, ge=1, le=1000)
+    top_k: TopK = 10
     filters: dict[str, Any] | None = None
     preset: str | None = None
     explain: bool = False
@@ -66,7 +70,7 @@ class ContextRequest(_Body):
     user_id: UserId
     query: Text
     token_budget: int = Field(default=1000, ge=1, le=1_000_000)
-    top_k: int = Field(default=30, ge=1, le=1000)
+    top_k: TopK = 30
 
 
 class SearchResponse(BaseModel):
@@ -88,7 +92,7 @@ class FeedbackRequest(_Body):
     """``POST /v1/feedback``: whether a memory returned for ``query`` was useful."""
 
     user_id: UserId
-    memory_id: str
+    memory_id: Id
     query: Text
     useful: bool
 

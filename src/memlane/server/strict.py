@@ -21,6 +21,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from memlane.security.edge_limits import limits_in_effect
+from memlane.security.validation import Limits
 
 
 def _refuse(message: str, doc: str = "", pos: int = 0) -> json.JSONDecodeError:
@@ -126,9 +130,24 @@ def validation_problem(exc: RequestValidationError) -> JSONResponse:
     return problem(400, detail, errors)
 
 
-def install(app: FastAPI) -> None:
-    """Strict bodies on every route added after this, the one error shape, and an OpenAPI document saying so."""
+class LimitsInEffect:
+    """ASGI middleware: each request is checked with the limits of the server's store (``memlane.security.edge_limits``)."""
+
+    def __init__(self, app: ASGIApp, limits: Limits) -> None:
+        self.app = app
+        self.limits = limits
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with limits_in_effect(self.limits):
+            await self.app(scope, receive, send)
+
+
+def install(app: FastAPI, limits: Limits) -> None:
+    """Strict bodies on every route added after this, checked and documented with the store's ``limits``, the one
+    error shape, and an OpenAPI document saying so.
+    """
     app.router.route_class = StrictRoute
+    app.add_middleware(LimitsInEffect, limits=limits)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -142,7 +161,8 @@ def install(app: FastAPI) -> None:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            schema = plain()
+            with limits_in_effect(limits):
+                schema = plain()
             for path in schema.get("paths", {}).values():
                 for operation in path.values():
                     operation.get("responses", {}).pop("422", None)

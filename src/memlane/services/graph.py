@@ -45,7 +45,7 @@ class Graph:
     def relations(self, scope: Scope, *, entity: str | None, current_only: bool) -> list[RelationEdge]:
         """The typed relations of this user's graph (those of one entity when given)."""
         check_bool(current_only, what="current_only")
-        names = [] if entity is None else [resolve_entity(self.store, scope.key, entity)]
+        names = [] if entity is None else [resolve_entity(self.store, scope.key, self._name(entity, "entity"))]
         return self.store.relations(scope.key, names, current_only=current_only)
 
     def merge_entities(self, scope: Scope, source: str, target: str) -> int:

@@ -23,7 +23,7 @@ def timeline_page(
     where = checked_filter(core, scope, where or TimelineFilter())
     size = check_int(limit, what="limit", low=1, high=core.limits.top_k)
     if isinstance(after, str):
-        after = TimelineCursor.decode(check_text(after, max_chars=core.limits.id_chars + 64, what="after"))
+        after = TimelineCursor.decode(check_text(after, max_chars=core.limits.cursor_chars, what="after"))
     elif after is not None and not isinstance(after, TimelineCursor):
         raise ValidationError("after must be a TimelineCursor, its encoded string, or None")
     rows = core.store.timeline(scope.key, where, size + 1, after)

@@ -10,8 +10,9 @@ from memlane.apikeys import KeyInfo, NewKeyInfo
 from memlane.errors import NotFoundError
 from memlane.server.routes.deps import Admin, Svc
 from memlane.server.routes.requests import KeyRequest, key_info
+from memlane.server.strict import StrictRoute
 
-router = APIRouter()
+router = APIRouter(route_class=StrictRoute)  # strict bodies, as on the app's own routes
 
 
 @router.get("/admin/keys", response_model=list[KeyInfo], tags=["keys"])

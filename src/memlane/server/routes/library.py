@@ -15,6 +15,7 @@ from memlane.graph.neighbourhood import Neighbourhood
 from memlane.graph.types import RelationEdge
 from memlane.models import AddResult, ArchivedMemory, JobResult, MemoryItem, MemoryKind
 from memlane.records.timeline import TimelineFilter, TimelinePage
+from memlane.security.edge_limits import Bound
 from memlane.server.routes.deps import Reader, Svc, Writer
 from memlane.server.routes.requests import (
     AskRequest,
@@ -24,9 +25,10 @@ from memlane.server.routes.requests import (
     RoutinesRequest,
     TimelineResponse,
 )
+from memlane.server.strict import StrictRoute
 
-router = APIRouter()
-UserQ = Annotated[str, Query(min_length=1, max_length=256, description="the user within the key's tenant")]
+router = APIRouter(route_class=StrictRoute)  # strict bodies, as on the app's own routes
+UserQ = Annotated[str, Query(min_length=1, description="the user within the key's tenant"), Bound("id_chars")]
 Limit = Annotated[int, Query(ge=0, le=1000)]
 Offset = Annotated[int, Query(ge=0, le=10**12)]
 
@@ -74,12 +76,12 @@ async def timeline(
     svc: Svc,
     user_id: UserQ,
     kind: MemoryKind | None = None,
-    category: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
-    entity: Annotated[str | None, Query(min_length=1, max_length=256, description="a name or alias")] = None,
+    category: Annotated[str | None, Query(min_length=1), Bound("name_chars")] = None,
+    entity: Annotated[str | None, Query(min_length=1, description="a name or alias"), Bound("name_chars")] = None,
     include_superseded: bool = False,
     flagged_only: bool = False,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    after: Annotated[str | None, Query(min_length=1, max_length=512, description="the `next` of a page")] = None,
+    limit: Annotated[int, Query(ge=1), Bound("top_k")] = 50,
+    after: Annotated[str | None, Query(min_length=1, description="the `next` of a page"), Bound("cursor_chars")] = None,
 ) -> TimelineResponse:
     """One page of a user's memories newest first by when they happened (event time, else when stored), filtered
     exactly (kind, category, entity, validity, flag); pass the page's `next` as `after` for the next page.
@@ -98,8 +100,8 @@ async def graph(
     who: Reader,
     svc: Svc,
     user_id: UserQ,
-    entity: Annotated[str, Query(min_length=1, max_length=256, description="a name or alias, e.g. Mel, my sister")],
-    limit: Annotated[int, Query(ge=1, le=1000)] = 10,
+    entity: Annotated[str, Query(min_length=1, description="a name or alias, e.g. Mel, my sister"), Bound("id_chars")],
+    limit: Annotated[int, Query(ge=1), Bound("top_k")] = 10,
 ) -> Neighbourhood:
     """An entity's neighbourhood: its node, relations, the entities mentioned with it, its latest memories."""
     return await svc.call(
@@ -116,7 +118,7 @@ async def relations(
     who: Reader,
     svc: Svc,
     user_id: UserQ,
-    entity: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
+    entity: Annotated[str | None, Query(min_length=1), Bound("id_chars")] = None,
     current_only: bool = False,
 ) -> list[RelationEdge]:
     """The typed relations of a user's graph (of one entity when given), with sources and validity windows."""

@@ -8,8 +8,9 @@ from fastapi import APIRouter
 
 from memlane.server.routes.deps import Svc, Writer
 from memlane.server.routes.requests import Counted, ForgetRequest, MergeRequest, RetryRequest, SplitRequest
+from memlane.server.strict import StrictRoute
 
-router = APIRouter()
+router = APIRouter(route_class=StrictRoute)  # strict bodies, as on the app's own routes
 
 
 @router.post("/v1/forget", response_model=list[str], tags=["archive"])

@@ -13,9 +13,8 @@ from memlane.apikeys import KeyInfo, ScopeName
 from memlane.models import MemoryItem
 from memlane.observe import Observation
 from memlane.server.keys import ApiKey
+from memlane.server.schemas import Id, Text, TopK, UserId
 
-UserId = Annotated[str, Field(min_length=1, max_length=256, description="the user within the key's tenant")]
-Text = Annotated[str, Field(min_length=1, max_length=32_000)]
 #: A time in a JSON body is an ISO 8601 string, so it is the one field parsed from its text form.
 Time = Annotated[datetime, Field(strict=False, description="ISO 8601; a time without an offset is UTC")]
 
@@ -29,7 +28,7 @@ class AskRequest(_Strict):
 
     user_id: UserId
     question: Text
-    top_k: int = Field(default=10, ge=1, le=1000)
+    top_k: TopK = 10
     now: Time | None = Field(default=None, description="anchors relative times ('on Monday'); default: now")
     token_budget: int = Field(default=2000, ge=1, le=1_000_000)
 
@@ -50,8 +49,8 @@ class ObserveRequest(_Strict):
 
     user_id: UserId
     observations: list[Observation] = Field(min_length=1, max_length=1000)
-    session_id: str | None = Field(default=None, min_length=1, max_length=256)
-    agent_id: str | None = Field(default=None, min_length=1, max_length=256)
+    session_id: Id | None = None
+    agent_id: Id | None = None
 
 
 class RoutinesRequest(_Strict):
@@ -78,17 +77,17 @@ class MergeRequest(_Strict):
     """``POST /v1/entities/merge``: two names (or aliases) of the same entity."""
 
     user_id: UserId
-    source: Annotated[str, Field(min_length=1, max_length=256)]
-    target: Annotated[str, Field(min_length=1, max_length=256)]
+    source: Id
+    target: Id
 
 
 class SplitRequest(_Strict):
     """``POST /v1/entities/split``: the memories that name another entity than the one they were read as."""
 
     user_id: UserId
-    entity: Annotated[str, Field(min_length=1, max_length=256)]
-    new_name: Annotated[str, Field(min_length=1, max_length=256)]
-    memory_ids: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(min_length=1, max_length=1000)
+    entity: Id
+    new_name: Id
+    memory_ids: list[Id] = Field(min_length=1, max_length=1000)
 
 
 class RetryRequest(_Strict):

@@ -18,6 +18,7 @@ from memlane.engine import Memory
 from memlane.errors import MemlaneError
 from memlane.graph.neighbourhood import Neighbourhood
 from memlane.models import Job, JobState, MemoryItem, MemoryKind, UserSummary
+from memlane.security.edge_limits import Bound
 from memlane.server.keys import Scope
 from memlane.server.limits import retry_after
 from memlane.server.service import Principal, Service, public_detail, status_of
@@ -26,7 +27,7 @@ from memlane.server.ui.session import LoginNeeded, PageError, Sessions
 
 T = TypeVar("T")
 HERE = Path(__file__).parent
-Text = Annotated[str, Form(max_length=100_000)]
+Text = Annotated[str, Form(), Bound("text_chars")]  # the store's limits (memlane.security.edge_limits)
 Token = Annotated[str, Form(max_length=200)]
 
 
@@ -135,11 +136,11 @@ def build_router(svc: Service, sessions: Sessions) -> APIRouter:
         request: Request,
         user_id: str,
         kind: Annotated[str, Query(max_length=32)] = "",
-        category: Annotated[str, Query(max_length=64)] = "",
-        entity: Annotated[str, Query(max_length=200)] = "",
+        category: Annotated[str, Query(), Bound("name_chars")] = "",
+        entity: Annotated[str, Query(), Bound("name_chars")] = "",
         validity: Annotated[str, Query(pattern="^(current|all)$")] = "current",
         flag: Annotated[str, Query(pattern="^(any|flagged)$")] = "any",
-        after: Annotated[str, Query(max_length=400)] = "",
+        after: Annotated[str, Query(), Bound("cursor_chars")] = "",
     ) -> HTMLResponse:
         who = sessions.principal(request)
         if kind and kind not in {k.value for k in MemoryKind}:
@@ -169,7 +170,7 @@ def build_router(svc: Service, sessions: Sessions) -> APIRouter:
     async def search(
         request: Request,
         user_id: str,
-        q: Annotated[str, Query(max_length=4000)] = "",
+        q: Annotated[str, Query(), Bound("text_chars")] = "",
         preset: Annotated[str, Query(max_length=64)] = "",
         top_k: Annotated[int, Query(ge=1, le=100)] = 10,
     ) -> HTMLResponse:
@@ -237,7 +238,7 @@ def build_router(svc: Service, sessions: Sessions) -> APIRouter:
         user_id: str,
         memory_id: str,
         useful: Annotated[str, Form(pattern="^(yes|no)$")],
-        query: Annotated[str, Form(min_length=1, max_length=4000)],
+        query: Annotated[str, Form(min_length=1), Bound("text_chars")],
         csrf: Token = "",
     ) -> Response:
         sessions.check_csrf(request, csrf)

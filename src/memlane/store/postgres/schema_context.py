@@ -20,7 +20,15 @@ def _reply_context(c: psycopg.Connection[Any]) -> None:
 
 # A turn's entry holds its previous turn's words only as a reply (another role or speaker; ``turn_label``): rows
 # written before hold any previous message's. No statement of its own: its step (``DATA_STEPS``) rewrites them.
-CONTEXT_MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (("0013_reply_context", ""),)
+# The second: an add compared speakers with SQL's lower() rather than casefold, so a turn of "STRASSE" after one of
+# "Straße" (one speaker) took its words; the same step rewrites the entries that rule gave.
+CONTEXT_MIGRATIONS: Final[tuple[tuple[str, str], ...]] = (
+    ("0013_reply_context", ""),
+    ("0014_reply_context_casefold", ""),
+)
 
 #: Migrations computed in Python, run after their SQL in the same transaction.
-DATA_STEPS: Final[Mapping[str, Callable[[psycopg.Connection[Any]], None]]] = {"0013_reply_context": _reply_context}
+DATA_STEPS: Final[Mapping[str, Callable[[psycopg.Connection[Any]], None]]] = {
+    "0013_reply_context": _reply_context,
+    "0014_reply_context_casefold": _reply_context,
+}

@@ -52,44 +52,22 @@ def insert_row(c: psycopg.Connection[Any], item: MemoryItem, body: str, vec: Vec
     return pk
 
 
-# (only a reply, another role or speaker, takes it: ``turn_label``; lower() for its casefold)
-_PREVIOUS: Final = (
-    "coalesce((SELECT p.text FROM memories p WHERE p.user_id = %s AND p.session_id IS NOT DISTINCT FROM %s "
-    "AND p.position = %s AND p.kind = 'message' AND (coalesce(p.role, '') <> %s "
-    "OR lower(coalesce(p.speaker, '')) <> %s) LIMIT 1), '')"
-)
-# A memory, its text entry (the previous turn's words found inside the statement) and its entity rows, in one
-# statement that returns nothing: an add's statements then leave together (a pipeline), not one round trip each.
+# A memory, its text entry and its entity rows, in one statement that returns nothing: an add's statements then leave
+# together (a pipeline), not one round trip each.
 _INSERT_WITH_ENTITIES: Final = (
-    f"WITH ins AS (INSERT INTO memories ({COLUMNS}, embed_hash, body, ctx, vec) VALUES ({_MARKS}, %s, %s, {{ctx}}, %s) "
+    f"WITH ins AS (INSERT INTO memories ({COLUMNS}, embed_hash, body, ctx, vec) VALUES ({_MARKS}, %s, %s, %s, %s) "
     "RETURNING pk, user_id) INSERT INTO memory_entities (pk, user_id, entity, said_by) "
     "SELECT ins.pk, ins.user_id, e, e = %s FROM ins, unnest(%s::text[]) e ON CONFLICT DO NOTHING"
 )
 
 
-def insert_item(c: psycopg.Connection[Any], item: MemoryItem, body: str, vec: Vectors) -> None:
-    """``insert_row`` without reading anything back (for an add's pipeline)."""
+def insert_item(c: psycopg.Connection[Any], item: MemoryItem, body: str, vec: Vectors, ctx: str = "") -> None:
+    """``insert_row`` without reading anything back (for an add's pipeline); ``ctx``: the previous turn's text, when
+    ``item`` replies to it (``_Turns.context``).
+    """
     speaker = canonical(item.speaker) if item.speaker else ""
     names = list(dict.fromkeys(item.entities))
-    head = (*item_params(item, embed_hash(body)), body)
-    if item.kind == MemoryKind.MESSAGE and item.position:
-        sql = _INSERT_WITH_ENTITIES.replace("{ctx}", _PREVIOUS)
-        role, said_by = turn_label(item.role, item.speaker)
-        params: tuple[Any, ...] = (
-            *head,
-            item.user_id,
-            item.session_id,
-            item.position - 1,
-            role,
-            said_by,
-            vec,
-            speaker,
-            names,
-        )
-    else:
-        sql = _INSERT_WITH_ENTITIES.replace("{ctx}", "''")
-        params = (*head, vec, speaker, names)
-    run(c, sql, params)
+    run(c, _INSERT_WITH_ENTITIES, (*item_params(item, embed_hash(body)), body, ctx, vec, speaker, names))
 
 
 def row_key(c: psycopg.Connection[Any], user_id: str, memory_id: str) -> int:
@@ -148,21 +126,90 @@ def drop_derived(c: psycopg.Connection[Any], user_id: str, memory_id: str, at: d
     return removed
 
 
-def _next_position(
-    c: psycopg.Connection[Any], cache: dict[tuple[str, str | None], int], user_id: str, session_id: str | None
-) -> int:
-    key = (user_id, session_id)
-    if key not in cache:
-        # Writers of one session (in any process) take turns here until they commit: positions stay distinct.
-        run(c, "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{user_id}\x1f{session_id}",))
-        row = run(
-            c,
-            "SELECT max(position) FROM memories WHERE user_id = %s AND session_id IS NOT DISTINCT FROM %s",
-            (user_id, session_id),
-        ).fetchone()
-        cache[key] = -1 if row is None or row[0] is None else int(row[0])
-    cache[key] += 1
-    return cache[key]
+# A session's last position and, when a message holds it, that turn (the first by key, as ``turn_context`` reads it).
+_TAIL: Final = (
+    "SELECT m.top, p.text, p.role, p.speaker FROM (SELECT max(position) AS top FROM memories "
+    "WHERE user_id = %s AND session_id IS NOT DISTINCT FROM %s) m LEFT JOIN LATERAL (SELECT text, role, speaker "
+    "FROM memories WHERE user_id = %s AND session_id IS NOT DISTINCT FROM %s AND position = m.top "
+    "AND kind = 'message' ORDER BY pk LIMIT 1) p ON true"
+)
+
+
+# The first message (by key) at each (user, session, position) asked, for a session and for no session apart, so that
+# each lookup is answered from the (user_id, session_id, position) index.
+_STORED_TURNS: Final = (
+    "SELECT k.u, k.s, k.pos, p.text, p.role, p.speaker FROM unnest(%s::text[], %s::text[], %s::bigint[]) k(u, s, pos) "
+    "CROSS JOIN LATERAL (SELECT text, role, speaker FROM memories q WHERE q.user_id = k.u AND q.session_id = k.s "
+    "AND q.position = k.pos AND q.kind = 'message' ORDER BY q.pk LIMIT 1) p UNION ALL "
+    "SELECT k.u, NULL, k.pos, p.text, p.role, p.speaker FROM unnest(%s::text[], %s::bigint[]) k(u, pos) "
+    "CROSS JOIN LATERAL (SELECT text, role, speaker FROM memories q WHERE q.user_id = k.u AND q.session_id IS NULL "
+    "AND q.position = k.pos AND q.kind = 'message' ORDER BY q.pk LIMIT 1) p"
+)
+_Place = tuple[str, str | None, int]  # (user, session, position)
+_Turn = tuple[str | None, str | None, str]  # (role, speaker, text)
+
+
+class _Turns:
+    """One write's turns: the positions of its unnumbered messages, and each turn's previous-turn text decided in
+    Python by ``turn_label`` (SQL's lower() is not Python's casefold: "STRASSE" and "Straße" are one speaker).
+
+    The previous turn of a message is the first message (by key) one position earlier in its session when the
+    message is written: a stored one, else one written before it in this write. The stored ones are read before
+    the write (one round trip for the numbered messages' sessions' last turns, under each session's lock, and one
+    for the turns before messages that come with a position, as an import's do).
+    """
+
+    def __init__(self, c: psycopg.Connection[Any], items: Sequence[MemoryItem]) -> None:
+        self.c = c
+        self.top: dict[tuple[str, str | None], int] = {}
+        self.known: dict[_Place, _Turn | None] = {}  # None: no message holds that place
+        wanted = {
+            (it.user_id, it.session_id, it.position - 1)
+            for it in items
+            if it.kind == MemoryKind.MESSAGE and it.position  # a position of 0 has no previous turn
+        }
+        if wanted:
+            some = [w for w in wanted if w[1] is not None]
+            none = [w for w in wanted if w[1] is None]
+            params = ([w[0] for w in some], [w[1] for w in some], [w[2] for w in some])
+            rows = run(c, _STORED_TURNS, (*params, [w[0] for w in none], [w[2] for w in none])).fetchall()
+            self.known = dict.fromkeys(wanted)
+            for user, session, position, text, role, speaker in rows:
+                self.known[(user, session, int(position))] = (role, speaker, str(text))
+
+    def number(self, item: MemoryItem) -> None:
+        """Give an unnumbered message the next position of its session (in place)."""
+        key = (item.user_id, item.session_id)
+        if key not in self.top:
+            # Writers of one session (in any process) take turns here until they commit: positions stay distinct.
+            lock = f"{item.user_id}\x1f{item.session_id}"
+            run(self.c, "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (lock,))
+            row = run(self.c, _TAIL, (*key, *key)).fetchone()
+            self.top[key] = -1 if row is None or row[0] is None else int(row[0])
+            if row is not None and row[0] is not None:
+                self.known[(*key, int(row[0]))] = None if row[1] is None else (row[2], row[3], str(row[1]))
+        self.top[key] += 1
+        item.position = self.top[key]
+
+    def context(self, item: MemoryItem) -> str:
+        """The previous turn's text when ``item`` is a turn that replies to it (another role or speaker), else ''
+        (called as ``item`` is written, in the write's order).
+        """
+        if item.kind != MemoryKind.MESSAGE or item.position is None:
+            return ""
+        place = (item.user_id, item.session_id, item.position)
+        if self.known.get(place) is None:  # the first message there: the previous turn of the one after it
+            self.known[place] = (item.role, item.speaker, item.text)
+        if not item.position:
+            return ""
+        before = (item.user_id, item.session_id, item.position - 1)
+        if before not in self.known:  # not read ahead (a numbered message after a gap): ask the store
+            return previous_turn(self.c, item)
+        turn = self.known[before]
+        if turn is None:
+            return ""
+        role, speaker, text = turn
+        return text if turn_label(role, speaker) != turn_label(item.role, item.speaker) else ""
 
 
 class PostgresWrites(SQLWrites):
@@ -180,11 +227,11 @@ class PostgresWrites(SQLWrites):
         with self._db.atomic() as c, c.pipeline():
             if finish is not None:  # first: a fenced job writes nothing
                 JOBS.finish(c, finish, to_micros(utcnow()))
-            next_position: dict[tuple[str, str | None], int] = {}
+            turns = _Turns(c, items)
             for item, body, vec in zip(items, index_texts, vecs, strict=True):
                 if item.position is None and item.kind == MemoryKind.MESSAGE:
-                    item.position = _next_position(c, next_position, item.user_id, item.session_id)
-                insert_item(c, item, body, vec)
+                    turns.number(item)
+                insert_item(c, item, body, vec, turns.context(item))
                 extra = dict(changes.get(item.id, {}))
                 log_event(c, item.user_id, item.id, event, item.created_at, None, item.text, extra)
                 if item.superseded_by:  # an older claim learnt late: born superseded, so are its messages
