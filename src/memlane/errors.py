@@ -78,5 +78,11 @@ class LLMOutputError(LLMError):
     """A language model's reply could not be parsed or validated against its output schema, even after repair."""
 
 
+class ExtractionFailedError(MemlaneError):
+    """An extraction job's batch could not be read (the model's reply was malformed): its messages stay stored and
+    the job is retried, then left failed (the dead letter).
+    """
+
+
 class JobTimeoutError(MemlaneError, TimeoutError):
     """A background job did not finish within the time waited for it (it keeps running)."""

@@ -183,13 +183,52 @@ def test_a_batch_the_extractor_could_not_read_is_retried_too(memory: Memory, mon
     job_id = memory.add("I live in Boston", user_id="maya", async_mode=True).job_id
     assert job_id is not None
     first = memory.run_job(job_id, policy=FAST)
-    assert (first.status, first.error) == (RunStatus.RETRY, "unreadable")
+    assert (first.status, first.error) == (RunStatus.RETRY, "ExtractionFailedError: unreadable")
     job = memory.job(job_id, user_id="maya")
     assert job.state is JobState.QUEUED and len(job.payload["message_ids"]) == 1
     assert typed(memory) == []
     second = memory.run_job(job_id, policy=FAST)
     assert (second.status, second.attempts) == (RunStatus.DONE, 2)
     assert typed(memory)
+
+
+@pytest.mark.parametrize("runner", ["broker", "embedded worker"])
+def test_a_job_to_be_retried_never_reads_as_failed(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch, runner: str
+) -> None:
+    """Regression: an unreadable batch was written as a failed job, and the runner queued it again only afterwards;
+    ``wait`` polling in between returned a job 'failed' after one attempt that was about to be retried."""
+    import memlane.broker.runner
+    import memlane.worker
+    from memlane.retry import settle_failure
+
+    real = RuleExtractor.extract
+    calls: list[int] = []
+    seen: list[JobState] = []
+
+    def unreadable_once(self: RuleExtractor, window: Any, related: Any = ()) -> ExtractionResult:
+        calls.append(1)
+        if len(calls) == 1:
+            return ExtractionResult(errors=[ExtractionFailure(source_ids=[m.id for m in window], reason="unreadable")])
+        return real(self, window, related)
+
+    def watching(store: Any, job: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(memory.job(job.id, user_id="maya").state)  # what a reader sees just before the retry is settled
+        return settle_failure(store, job, *args, **kwargs)
+
+    monkeypatch.setattr(RuleExtractor, "extract", unreadable_once)
+    monkeypatch.setattr(memlane.broker.runner, "settle_failure", watching)
+    monkeypatch.setattr(memlane.worker, "settle_failure", watching)
+    job_id = memory.add("I live in Boston", user_id="maya", async_mode=True).job_id
+    assert job_id is not None
+    if runner == "broker":
+        assert memory.run_job(job_id, policy=FAST).status is RunStatus.RETRY
+    else:
+        memory._worker._policy = RetryPolicy(max_attempts=3, backoff=0.0, backoff_max=0.0, handoff=60.0)
+        assert memory._worker._run_one()
+    assert seen == [JobState.RUNNING]
+    job = memory.job(job_id, user_id="maya")
+    assert job.state is JobState.QUEUED and job.attempts == 1
 
 
 def test_only_a_job_taken_by_another_process_is_reported_lost(memory: Memory, caplog: pytest.LogCaptureFixture) -> None:

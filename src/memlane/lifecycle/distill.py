@@ -66,6 +66,7 @@ class Outcome:
     errors: list[ExtractionFailure] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     failed_job: str | None = None
+    failure: str | None = None  # why a retried job's attempt failed (its runner settles the retry)
 
 
 @dataclass
@@ -121,7 +122,13 @@ class Distiller:
 
     # -- extraction --------------------------------------------------------------------------------
     def run(
-        self, user_id: str, message_ids: Sequence[str], *, job: Job | None = None, owner: str | None = None
+        self,
+        user_id: str,
+        message_ids: Sequence[str],
+        *,
+        job: Job | None = None,
+        owner: str | None = None,
+        retried: bool = False,
     ) -> Outcome:
         """Extract from the given messages and store the result; the job (if any) is finished in the same write.
 
@@ -130,6 +137,11 @@ class Distiller:
         holder) the write is fenced: refused as a whole (``JobFencedError``) if the job was cancelled or its
         lease lost, or if a message it read or a memory it changes was deleted meanwhile. Callers hold the
         user's consolidation lock around this call (read, decide, write).
+
+        ``retried``: the job runs under a runner that retries failed attempts (the embedded worker, a broker). A batch
+        it could not read then leaves the job running under its lease, with its error and narrowed payload, and
+        ``Outcome.failure`` says why: the runner queues it again or dead-letters it in its next write, so no reader
+        sees the job failed while a retry is still to come.
         """
         stored = self.store.get_many(user_id, message_ids)
         window = [stored[i] for i in dict.fromkeys(message_ids) if i in stored]
@@ -143,7 +155,7 @@ class Distiller:
         result = self.extractor.extract(window, related)
         outcome.errors, outcome.usage = result.errors, result.usage
         plan, aliases = self._plan(user_id, window, result.accepted(self.min_confidence))
-        finish, jobs = self._job_outcome(user_id, job, result.errors, outcome)
+        finish, jobs = self._job_outcome(user_id, job, result.errors, outcome, retried=retried)
         if finish is not None and owner is not None:
             read = (*(m.id for m in window), *plan.changed)
             finish = finish._replace(owner=owner, requires=tuple(dict.fromkeys(read)))
@@ -175,7 +187,7 @@ class Distiller:
         return {user_id: EntityResolver.from_rows([*self.store.entity_aliases(user_id), *aliases.get(user_id, ())])}
 
     def _job_outcome(
-        self, user_id: str, job: Job | None, errors: Sequence[ExtractionFailure], outcome: Outcome
+        self, user_id: str, job: Job | None, errors: Sequence[ExtractionFailure], outcome: Outcome, *, retried: bool
     ) -> tuple[JobOutcome | None, list[Job]]:
         tokens = {"prompt_tokens": outcome.usage.prompt_tokens, "completion_tokens": outcome.usage.completion_tokens}
         if not errors:
@@ -188,6 +200,9 @@ class Distiller:
         payload: dict[str, Any] = {"message_ids": failed, **tokens}
         if job is not None:
             outcome.failed_job = job.id
+            if retried:
+                outcome.failure = reason
+                return JobOutcome(job.id, JobState.RUNNING, reason, payload), []
             return JobOutcome(job.id, JobState.FAILED, reason, payload), []
         now = utcnow()
         record = Job(

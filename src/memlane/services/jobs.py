@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from memlane.blas import blas_threads
 from memlane.broker.runner import JobRun, RetryPolicy, run_job
-from memlane.errors import JobTimeoutError, ValidationError
+from memlane.errors import ExtractionFailedError, JobTimeoutError, ValidationError
 from memlane.lifecycle.distill import EXTRACT_JOB, Distiller
 from memlane.lifecycle.job_result import job_result
 from memlane.models import Job, JobResult, JobState
@@ -51,7 +51,9 @@ class JobHandler:
                 raise JobDeferred("the store was indexed with another embedder; the job waits for a process using it")
             ids = [str(i) for i in job.payload.get("message_ids", [])]
             with self.core.consolidating(job.user_id):
-                self.distiller.run(job.user_id, ids, job=job, owner=owner)
+                outcome = self.distiller.run(job.user_id, ids, job=job, owner=owner, retried=True)
+            if outcome.failure is not None:  # what was readable is stored; the runner retries the rest
+                raise ExtractionFailedError(outcome.failure)
 
 
 class Jobs:

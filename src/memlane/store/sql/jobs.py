@@ -72,7 +72,10 @@ class JobTable:
         )
 
     def finish(self, c: Connection, outcome: JobOutcome, at: int) -> None:
-        """Record a job's outcome (done, or failed with its error), and its narrowed payload when given.
+        """Record a job's outcome (done, or failed with its error), and its narrowed payload when given. A
+        ``RUNNING`` outcome (an attempt that failed, under a runner that retries) records the error and the payload and
+        leaves the job running under its lease: the runner then queues it again or dead-letters it, so no reader sees
+        it failed in between.
 
         With an ``owner`` the job must still be running under that owner's lease, and every memory in ``requires``
         must still exist; otherwise ``JobFencedError`` is raised (inside the caller's transaction, which then rolls
@@ -96,11 +99,15 @@ class JobTable:
                 ).fetchall()
                 if len(found) != len(chunk):
                     raise JobFencedError(f"job {outcome.job_id} read memories that were deleted while it ran")
-        d.run(
-            c,
-            "UPDATE jobs SET state = ?, error = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL WHERE id = ?",
-            (outcome.state.value, outcome.error, at, outcome.job_id),
-        )
+        if outcome.state is JobState.RUNNING:  # a failed attempt whose retry or dead letter the runner settles next
+            d.run(c, "UPDATE jobs SET error = ?, updated_at = ? WHERE id = ?", (outcome.error, at, outcome.job_id))
+        else:
+            d.run(
+                c,
+                "UPDATE jobs SET state = ?, error = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL "
+                "WHERE id = ?",
+                (outcome.state.value, outcome.error, at, outcome.job_id),
+            )
         if outcome.payload is not None:
             d.run(
                 c,
