@@ -14,7 +14,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +41,17 @@ def _crc_tables() -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
         byte[k] = (byte[k - 1] >> 8) ^ byte[0][byte[k - 1] & 0xFF]
     start = np.array([zlib.crc32(b"\0" * n) for n in range(_SPAN_BYTES + 1)], dtype=np.uint32)
     return byte, start
+
+
+@lru_cache(maxsize=1)
+def _gram_pair_tables() -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
+    """The CRC-32 of a 4-byte gram ``a b c d`` is ``HIGH[a << 8 | b] ^ LOW[c << 8 | d]``: two lookups, not four."""
+    byte, start = _crc_tables()
+    first = np.arange(1 << 16) >> 8
+    second = np.arange(1 << 16) & 0xFF
+    high: npt.NDArray[np.uint32] = start[4] ^ byte[3][first] ^ byte[2][second]
+    low: npt.NDArray[np.uint32] = byte[1][first] ^ byte[0][second]
+    return high, low
 
 
 @lru_cache(maxsize=1)
@@ -135,7 +146,7 @@ def _word_chars(points: npt.NDArray[np.uint32] | npt.NDArray[np.uint8]) -> npt.N
         return bmp
     astral = points >= table.size
     out = table[np.where(astral, 0, points)]
-    where = np.flatnonzero(astral)
+    where = astral.nonzero()[0]
     distinct, back = np.unique(points[where], return_inverse=True)
     out[where] = np.array([chr(int(c)).isalnum() for c in distinct], dtype=np.bool_)[back]
     return out
@@ -148,7 +159,7 @@ def _gram_crcs(
     byte, start = _crc_tables()
     every = start[4] ^ byte[3][buf[:-3]] ^ byte[2][buf[1:-2]] ^ byte[1][buf[2:-1]] ^ byte[0][buf[3:]]  # at each byte
     crc: npt.NDArray[np.int64] = every[lo].astype(np.int64)
-    wide = np.flatnonzero(hi - lo != 4)
+    wide = (hi - lo != 4).nonzero()[0]
     if wide.size:
         crc[wide] = _crc32_spans(buf, lo[wide], hi[wide])
     return crc
@@ -177,24 +188,29 @@ def _token_crcs(
     ``k = len(B) + 1`` and ``n = len(A) + len(B) + 3``.
     """
     last = _SPAN_BYTES - 1
-    first = np.cumsum(lens) - lens  # each word's first unit in the run of all word units
-    c0 = np.bitwise_xor.reduceat(flat[np.minimum(after, last) * 256 + value], first)
+    first = lens.cumsum() - lens  # each word's first unit in the run of all word units
     shift = np.zeros(size.size, dtype=np.intp)
     np.add(size[1:], 1, out=shift[:-1], where=pair[:-1])
-    ck = np.bitwise_xor.reduceat(flat[np.minimum(after + np.repeat(shift, lens), last) * 256 + value], first)
+    spread = after + shift.repeat(lens)
+    if 2 * int(size.max()) < last:  # no token longer than the tables (``spread`` is below ``2 * size``): no clip
+        c0 = np.bitwise_xor.reduceat(flat[(after << 8) | value], first)
+        ck = np.bitwise_xor.reduceat(flat[(spread << 8) | value], first)
+    else:
+        c0 = np.bitwise_xor.reduceat(flat[np.minimum(after, last) * 256 + value], first)
+        ck = np.bitwise_xor.reduceat(flat[np.minimum(spread, last) * 256 + value], first)
 
     word_head, pair_head, blank = _heads()
     top = word_head.size - 1  # any longer token is hashed by zlib below
     n = size + 2
     words = word_head[np.minimum(n, top)] ^ c0
-    for i in np.flatnonzero(n > _SPAN_BYTES).tolist():  # a very long word (a URL, a run of base64): rare
+    for i in (n > _SPAN_BYTES).nonzero()[0].tolist():  # a very long word (a URL, a run of base64): rare
         words[i] = zlib.crc32(b"w " + token(i))
 
-    a = np.flatnonzero(pair)
+    a = pair.nonzero()[0]
     b = a + 1
     n = size[a] + size[b] + 3
     pairs = pair_head[np.minimum(n, top)] ^ ck[a] ^ blank[np.minimum(size[b], top)] ^ c0[b]
-    for j in np.flatnonzero(n > _SPAN_BYTES).tolist():
+    for j in (n > _SPAN_BYTES).nonzero()[0].tolist():
         pairs[j] = zlib.crc32(b"b " + token(int(a[j])) + b" " + token(int(b[j])))
     return words, pairs
 
@@ -228,15 +244,15 @@ def _line_crcs(
     ``words`` and byte ``size``), else its first character, else nothing. ``l WORD`` and ``w WORD`` differ in one
     byte with ``len(WORD) + 1`` bytes after it.
     """
-    nxt = np.searchsorted(starts, marks + 1)
-    found = np.append(starts, stop.max(initial=0) + 1)[nxt] < stop
+    nxt = starts.searchsorted(marks + 1)
+    found = np.concatenate((starts, [stop.max(initial=0) + 1]))[nxt] < stop
     word = nxt[found]
     n = size[word] + 2
     crc = np.empty(marks.size, dtype=np.int64)
     crc[found] = words[word] ^ _w_to_l()[np.minimum(n - 1, _SPAN_BYTES - 1)]
-    for j in np.flatnonzero(n > _SPAN_BYTES).tolist():
-        crc[np.flatnonzero(found)[j]] = zlib.crc32(b"l " + token(int(word[j])))
-    for j in np.flatnonzero(~found).tolist():  # a line without a word character: rare
+    for j in (n > _SPAN_BYTES).nonzero()[0].tolist():
+        crc[found.nonzero()[0][j]] = zlib.crc32(b"l " + token(int(word[j])))
+    for j in (~found).nonzero()[0].tolist():  # a line without a word character: rare
         at = int(marks[j]) + 1
         crc[j] = zlib.crc32(f"l {joined[at] if at < stop[j] else ''}".encode())
     return crc
@@ -274,7 +290,7 @@ def feature_runs(texts: Sequence[str], bits: int = BITS) -> FeatureRuns:
         return FeatureRuns(np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64))
     padded = [f" {normalised(t)} " for t in texts]
     joined = "".join(padded)
-    ends = np.cumsum([len(p) for p in padded])  # each text's end, in characters
+    ends = np.array([len(p) for p in padded]).cumsum()  # each text's end, in characters
     try:
         latin = joined.encode("latin-1")
     except UnicodeEncodeError:
@@ -296,38 +312,40 @@ def _latin_crcs(joined: str, cols: npt.NDArray[np.uint8], ends: npt.NDArray[np.i
     """The CRCs of texts whose characters are all Latin-1 (each one byte of ``cols``; ASCII is one UTF-8 byte, the
     rest two): read per character with ``_latin_tables``.
     """
-    byte, start = _crc_tables()
     char, word_table = _latin_tables()
     flat = char.reshape(-1)
     size = cols.size
-    marks = _EMPTY if _PILCROW not in joined else np.flatnonzero(cols == 0xB6)
+    marks = _EMPTY if _PILCROW not in joined else (cols == 0xB6).nonzero()[0]
     width = None
+    units = cols.astype(np.intp)  # numpy gathers with native indices: converted once, not in every gather
     if joined.isascii() or joined.replace(_PILCROW, "").isascii():
         # one byte a character but for the marks (in no word): the grams with a mark are hashed again below
-        grams = start[4] ^ byte[3][cols[:-3]] ^ byte[2][cols[1:-2]] ^ byte[1][cols[2:-1]] ^ byte[0][cols[3:]]
+        high, low = _gram_pair_tables()
+        two = (units[:-1] << 8) | units[1:]  # each character with the next, as one index
+        grams = high[two[:-2]] ^ low[two[2:]]
         if marks.size:
             at = (marks[:, None] - _BACK).ravel()
             at = at[(at >= 0) & (at < size - 3)]
-            grams[at] = _latin_grams(cols, at)
+            grams[at] = _latin_grams(units, at)
     else:
-        width = (cols >> 7).astype(np.intp) + 1  # UTF-8 bytes of each character
-        grams = _latin_grams(cols, None, width)
+        width = (units >> 7) + 1  # UTF-8 bytes of each character
+        grams = _latin_grams(units, None, width)
     gram_at = np.arange(max(size - 3, 0))
 
-    word = word_table[cols]
-    edges = np.flatnonzero(word[1:] != word[:-1]) + 1  # a padded text starts and ends with a space: pairs of edges
+    word = word_table[units]
+    edges = (word[1:] != word[:-1]).nonzero()[0] + 1  # a padded text starts and ends with a space: pairs of edges
     starts, stops = edges[0::2], edges[1::2]
     lens = stops - starts
-    at = np.flatnonzero(word)  # every word character, in order
-    value = cols[at]
+    at = word.nonzero()[0]  # every word character, in order
+    value = units[at]
     if width is None:
         nbytes = lens
-        after = np.repeat(stops - 1, lens) - at
+        after = (stops - 1).repeat(lens) - at
     else:
-        upto = np.cumsum(width)  # bytes up to and including each character
+        upto = width.cumsum()  # bytes up to and including each character
         offset = upto - width
         nbytes = offset[stops] - offset[starts]
-        after = np.repeat(offset[stops], lens) - upto[at]
+        after = offset[stops].repeat(lens) - upto[at]
 
     def token(i: int) -> bytes:
         return joined[starts[i] : stops[i]].encode("utf-8")
@@ -340,21 +358,21 @@ _BACK: Final = np.arange(4)
 
 
 def _latin_grams(
-    cols: npt.NDArray[np.uint8], at: npt.NDArray[np.intp] | None, width: npt.NDArray[np.intp] | None = None
+    cols: npt.NDArray[np.intp], at: npt.NDArray[np.intp] | None, width: npt.NDArray[np.intp] | None = None
 ) -> npt.NDArray[np.uint32]:
-    """CRC-32 of the 4-gram at each character ``at`` of Latin-1 ``cols`` (``None``: at every one), from its
-    characters' UTF-8 widths (``width`` of every character, when known).
+    """CRC-32 of the 4-gram at each character ``at`` of Latin-1 ``cols`` (each character's code; ``None``: at every
+    one), from its characters' UTF-8 widths (``width`` of every character, when known).
     """
     _, start = _crc_tables()
     char, _ = _latin_tables()
     flat = char.reshape(-1)
     if at is None:
         c = [cols[:-3], cols[1:-2], cols[2:-1], cols[3:]]
-        every = (cols >> 7).astype(np.intp) + 1 if width is None else width
+        every = (cols >> 7) + 1 if width is None else width
         w = [every[:-3], every[1:-2], every[2:-1], every[3:]]
     else:
         c = [cols[at + k] for k in range(4)]
-        w = [(x >> 7).astype(np.intp) + 1 for x in c]
+        w = [(x >> 7) + 1 for x in c]
     t1 = w[2] + w[3]  # bytes after the second character
     t0 = w[1] + t1
     out: npt.NDArray[np.uint32] = (start[w[0] + t0] ^ flat[t0 * 256 + c[0]] ^ flat[t1 * 256 + c[1]]) ^ (
@@ -370,12 +388,12 @@ def _wide_crcs(joined: str, ends: npt.NDArray[np.intp]) -> _Crcs:
     buf = np.frombuffer(raw, dtype=np.uint8)
     points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
     # byte offset of each character (UTF-8 continuation bytes are 10xxxxxx), then of the end
-    offsets = np.append(np.flatnonzero((buf & 0xC0) != 0x80), buf.size)
+    offsets = np.append(((buf & 0xC0) != 0x80).nonzero()[0], buf.size)
     gram_at = np.arange(max(points.size - 3, 0))
     grams = _gram_crcs(buf, offsets[gram_at], offsets[gram_at + 4])
 
     word = _word_chars(points)
-    edges = np.flatnonzero(word[1:] != word[:-1]) + 1
+    edges = (word[1:] != word[:-1]).nonzero()[0] + 1
     starts, stops = edges[0::2], edges[1::2]
     lo, hi = offsets[starts], offsets[stops]
     nbytes = hi - lo
@@ -387,7 +405,7 @@ def _wide_crcs(joined: str, ends: npt.NDArray[np.intp]) -> _Crcs:
         return raw[lo[i] : hi[i]]
 
     flat = byte.reshape(-1)
-    marks = np.flatnonzero(points == 0xB6)
+    marks = (points == 0xB6).nonzero()[0]
     return _tokens(joined, marks, grams, gram_at, starts, ends, token, flat, buf[at], after, nbytes, nbytes)
 
 
@@ -400,7 +418,7 @@ def _tokens(
     ends: npt.NDArray[np.intp],
     token: Callable[[int], bytes],
     flat: npt.NDArray[np.uint32],
-    value: npt.NDArray[np.uint8],
+    value: npt.NDArray[np.uint8] | npt.NDArray[np.intp],
     after: npt.NDArray[np.intp],
     lens: npt.NDArray[np.intp],
     nbytes: npt.NDArray[np.intp],
@@ -412,14 +430,14 @@ def _tokens(
     if starts.size:
         pair[:-1] = True
         if ends.size > 1:  # a word's next word is in another text when a text's end lies between them
-            pair[:-1] = np.searchsorted(ends, starts[:-1], side="right") == np.searchsorted(ends, starts[1:], "right")
-        words, pairs = _token_crcs(token, flat, value.astype(np.intp), after, lens, nbytes, pair)
+            pair[:-1] = ends.searchsorted(starts[:-1], side="right") == ends.searchsorted(starts[1:], "right")
+        words, pairs = _token_crcs(token, flat, value.astype(np.intp, copy=False), after, lens, nbytes, pair)
     lines = empty
     if marks.size:
         # a line runs to the next mark or to its text's end (the padding space before it)
-        stop = np.append(marks[1:], ends[-1] - 1)
+        stop = np.concatenate((marks[1:], [ends[-1] - 1]))
         if ends.size > 1:
-            stop = np.minimum(stop, ends[np.searchsorted(ends, marks, side="right")] - 1)
+            stop = np.minimum(stop, ends[ends.searchsorted(marks, side="right")] - 1)
         lines = _line_crcs(joined, marks, stop, starts, words, nbytes, token)
     return grams, gram_at, words, pairs, starts, starts[pair], lines, marks
 
@@ -429,15 +447,20 @@ def _runs(crcs: _Crcs, ends: npt.NDArray[np.intp], bits: int) -> FeatureRuns:
     grams, _, words, pairs, word_at, pair_at, lines, line_at = crcs
     mask = (1 << bits) - 1
     tokens = np.concatenate([words, pairs, lines])
+    # keys as int32 when they fit: they sort faster
+    kind: type[np.int32] | type[np.int64] = np.int32 if ends.size << bits <= np.iinfo(np.int32).max else np.int64
+    keys: npt.NDArray[np.signedinteger[Any]]
     if ends.size == 1:
-        keys = np.concatenate([grams, tokens]) & mask
+        keys = np.concatenate([grams & mask, tokens & mask], dtype=kind, casting="unsafe")
     else:
-        doc_of = np.repeat(np.arange(ends.size, dtype=np.int64) << bits, np.diff(ends, prepend=0))
+        sizes = ends.copy()
+        sizes[1:] -= ends[:-1]
+        texts: npt.NDArray[np.signedinteger[Any]] = np.arange(ends.size, dtype=kind)
+        doc_of = (texts << bits).repeat(sizes)  # each character's text, shifted
         first = doc_of[:-3]  # the text of each gram's first and last character
-        gram_keys = (first | (grams & mask))[first == doc_of[3:]]
-        keys = np.concatenate([gram_keys, doc_of[np.concatenate([word_at, pair_at, line_at])] | (tokens & mask)])
-    if ends.size << bits <= np.iinfo(np.int32).max:
-        keys = keys.astype(np.int32)  # sorts faster
+        gram_keys = (first | (grams & mask).astype(kind))[first == doc_of[3:]]
+        at = np.concatenate([word_at, pair_at, line_at])
+        keys = np.concatenate([gram_keys, doc_of[at] | (tokens & mask).astype(kind)])
     keys.sort()
     if keys.size:
         keep = np.empty(keys.size, dtype=np.bool_)
@@ -446,7 +469,7 @@ def _runs(crcs: _Crcs, ends: npt.NDArray[np.intp], bits: int) -> FeatureRuns:
         keys = keys[keep]
     if ends.size == 1:
         return FeatureRuns(keys.astype(np.int64), np.array([0, keys.size], dtype=np.int64))
-    bounds = np.searchsorted(keys >> bits, np.arange(ends.size + 1)).astype(np.int64)
+    bounds = (keys >> bits).searchsorted(np.arange(ends.size + 1)).astype(np.int64)
     return FeatureRuns((keys & mask).astype(np.int64), bounds)
 
 
