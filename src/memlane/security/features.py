@@ -60,32 +60,6 @@ def _word_table() -> npt.NDArray[np.bool_]:
     return np.array([chr(c).isalnum() or c == ord("_") for c in range(128)], dtype=np.bool_)
 
 
-def _crc32_spans(
-    buf: npt.NDArray[np.uint8], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64]
-) -> npt.NDArray[np.uint32]:
-    """``zlib.crc32`` of every ``buf[lo:hi]`` (1 to ``_SPAN_BYTES`` bytes each; spans may overlap)."""
-    byte, start = _crc_tables()
-    size = hi - lo
-    if not size.size:
-        return np.zeros(0, dtype=np.uint32)
-    longest = int(size.max())
-    if int(size.min()) == longest:  # e.g. the 4-grams of plain ASCII text
-        crc: npt.NDArray[np.uint32] = start[size]
-        for k in range(longest):
-            crc ^= byte[k][buf[hi - 1 - k]]
-        return crc
-    order = np.argsort(-size, kind="stable")  # longest first: the spans still running at step k are a prefix
-    ends = hi[order]
-    crc = start[size[order]]
-    running = np.searchsorted(-size[order], -np.arange(longest), side="left")
-    for k in range(longest):
-        n = int(running[k])
-        crc[:n] ^= byte[k][buf[ends[:n] - 1 - k]]
-    out: npt.NDArray[np.uint32] = np.empty_like(crc)
-    out[order] = crc
-    return out
-
-
 def normalised(text: str) -> str:
     """``text`` case-folded, each run of whitespace one space, or `` ¶ `` where it holds a line break; stripped."""
     low = text.casefold()
@@ -152,22 +126,10 @@ def _word_chars(points: npt.NDArray[np.uint32] | npt.NDArray[np.uint8]) -> npt.N
     return out
 
 
-def _gram_crcs(
-    buf: npt.NDArray[np.uint8], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64]
-) -> npt.NDArray[np.int64]:
-    """CRC-32 of each 4-character gram ``buf[lo:hi]`` (4 to 16 bytes of UTF-8)."""
-    byte, start = _crc_tables()
-    every = start[4] ^ byte[3][buf[:-3]] ^ byte[2][buf[1:-2]] ^ byte[1][buf[2:-1]] ^ byte[0][buf[3:]]  # at each byte
-    crc: npt.NDArray[np.int64] = every[lo].astype(np.int64)
-    wide = (hi - lo != 4).nonzero()[0]
-    if wide.size:
-        crc[wide] = _crc32_spans(buf, lo[wide], hi[wide])
-    return crc
-
-
 def _token_crcs(
     token: Callable[[int], bytes],
     flat: npt.NDArray[np.uint32],
+    stride: int,
     value: npt.NDArray[np.intp],
     after: npt.NDArray[np.intp],
     lens: npt.NDArray[np.intp],
@@ -179,7 +141,7 @@ def _token_crcs(
 
     The words are read in units (bytes, or Latin-1 characters): word ``i`` has ``lens[i]`` units and ``size[i]``
     bytes of UTF-8; ``value`` and ``after`` give, for every unit of every word in order, its table column and the
-    bytes after it in its word; ``flat[k * 256 + v]`` is what unit ``v`` contributes with ``k`` bytes after it.
+    bytes after it in its word; ``flat[k * stride + v]`` is what unit ``v`` contributes with ``k`` bytes after it.
     ``token(i)`` is the UTF-8 of word ``i``, for a token longer than the tables (it goes through zlib).
 
     With ``C_k(W) = XOR_j BYTE[len(W) - 1 - j + k][W[j]]`` (the word's bytes followed by ``k`` more bytes):
@@ -193,11 +155,11 @@ def _token_crcs(
     np.add(size[1:], 1, out=shift[:-1], where=pair[:-1])
     spread = after + shift.repeat(lens)
     if 2 * int(size.max()) < last:  # no token longer than the tables (``spread`` is below ``2 * size``): no clip
-        c0 = np.bitwise_xor.reduceat(flat[(after << 8) | value], first)
-        ck = np.bitwise_xor.reduceat(flat[(spread << 8) | value], first)
+        c0 = np.bitwise_xor.reduceat(flat[after * stride + value], first)
+        ck = np.bitwise_xor.reduceat(flat[spread * stride + value], first)
     else:
-        c0 = np.bitwise_xor.reduceat(flat[np.minimum(after, last) * 256 + value], first)
-        ck = np.bitwise_xor.reduceat(flat[np.minimum(spread, last) * 256 + value], first)
+        c0 = np.bitwise_xor.reduceat(flat[np.minimum(after, last) * stride + value], first)
+        ck = np.bitwise_xor.reduceat(flat[np.minimum(spread, last) * stride + value], first)
 
     word_head, pair_head, blank = _heads()
     top = word_head.size - 1  # any longer token is hashed by zlib below
@@ -329,7 +291,7 @@ def _latin_crcs(joined: str, cols: npt.NDArray[np.uint8], ends: npt.NDArray[np.i
             grams[at] = _latin_grams(units, at)
     else:
         width = (units >> 7) + 1  # UTF-8 bytes of each character
-        grams = _latin_grams(units, None, width)
+        grams = _char_grams(_shifted(units), _shifted(width), flat, 256)
     gram_at = np.arange(max(size - 3, 0))
 
     word = word_table[units]
@@ -357,56 +319,82 @@ _EMPTY: Final = np.zeros(0, dtype=np.intp)
 _BACK: Final = np.arange(4)
 
 
-def _latin_grams(
-    cols: npt.NDArray[np.intp], at: npt.NDArray[np.intp] | None, width: npt.NDArray[np.intp] | None = None
+def _latin_grams(cols: npt.NDArray[np.intp], at: npt.NDArray[np.intp]) -> npt.NDArray[np.uint32]:
+    """CRC-32 of the 4-gram at each character ``at`` of Latin-1 ``cols`` (each character's code)."""
+    char, _ = _latin_tables()
+    c = [cols[at + k] for k in range(4)]
+    return _char_grams(c, [(x >> 7) + 1 for x in c], char.reshape(-1), 256)
+
+
+def _char_grams(
+    c: list[npt.NDArray[np.intp]], w: list[npt.NDArray[np.intp]], flat: npt.NDArray[np.uint32], stride: int
 ) -> npt.NDArray[np.uint32]:
-    """CRC-32 of the 4-gram at each character ``at`` of Latin-1 ``cols`` (each character's code; ``None``: at every
-    one), from its characters' UTF-8 widths (``width`` of every character, when known).
+    """CRC-32 of 4-grams whose characters, in order, have the column codes ``c`` and the UTF-8 widths ``w``, from
+    ``flat[k * stride + code]``: what a character contributes with ``k`` bytes after it (row 0 is ``flat[code]``).
     """
     _, start = _crc_tables()
-    char, _ = _latin_tables()
-    flat = char.reshape(-1)
-    if at is None:
-        c = [cols[:-3], cols[1:-2], cols[2:-1], cols[3:]]
-        every = (cols >> 7) + 1 if width is None else width
-        w = [every[:-3], every[1:-2], every[2:-1], every[3:]]
-    else:
-        c = [cols[at + k] for k in range(4)]
-        w = [(x >> 7) + 1 for x in c]
     t1 = w[2] + w[3]  # bytes after the second character
     t0 = w[1] + t1
-    out: npt.NDArray[np.uint32] = (start[w[0] + t0] ^ flat[t0 * 256 + c[0]] ^ flat[t1 * 256 + c[1]]) ^ (
-        flat[w[3] * 256 + c[2]] ^ char[0][c[3]]
+    out: npt.NDArray[np.uint32] = (start[w[0] + t0] ^ flat[t0 * stride + c[0]] ^ flat[t1 * stride + c[1]]) ^ (
+        flat[w[3] * stride + c[2]] ^ flat[c[3]]
     )
     return out
 
 
-def _wide_crcs(joined: str, ends: npt.NDArray[np.intp]) -> _Crcs:
-    """The CRCs of texts with a character beyond Latin-1, read over their UTF-8 bytes."""
-    byte, _ = _crc_tables()
-    raw = joined.encode("utf-8")
-    buf = np.frombuffer(raw, dtype=np.uint8)
-    points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
-    # byte offset of each character (UTF-8 continuation bytes are 10xxxxxx), then of the end
-    offsets = np.append(((buf & 0xC0) != 0x80).nonzero()[0], buf.size)
-    gram_at = np.arange(max(points.size - 3, 0))
-    grams = _gram_crcs(buf, offsets[gram_at], offsets[gram_at + 4])
+def _shifted(a: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:
+    """``a`` as the first, second, third and fourth character of each 4-gram."""
+    return [a[:-3], a[1:-2], a[2:-1], a[3:]]
 
-    word = _word_chars(points)
+
+def _wide_crcs(joined: str, ends: npt.NDArray[np.intp]) -> _Crcs:
+    """The CRCs of texts with a character beyond Latin-1, read per character as Latin-1 text is: a Latin-1
+    character's column is its code, each other distinct character of the batch gets a column after them
+    (``_column``).
+    """
+    points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+    codes = points.astype(np.intp)
+    beyond = (points > 0xFF).nonzero()[0]
+    extra = sorted(set(points[beyond].tolist()))  # the characters beyond Latin-1, in a fixed order
+    codes[beyond] = np.array(extra).searchsorted(points[beyond]) + 256
+    char, word_table = _latin_tables()
+    wide = np.array([len(chr(c).encode("utf-8")) for c in extra], dtype=np.intp)
+    width = np.concatenate((1 + (np.arange(256) >> 7), wide))[codes]  # UTF-8 bytes of each character
+    word = np.concatenate((word_table, _word_chars(np.array(extra, dtype=np.uint32))))[codes]
     edges = (word[1:] != word[:-1]).nonzero()[0] + 1
     starts, stops = edges[0::2], edges[1::2]
-    lo, hi = offsets[starts], offsets[stops]
-    nbytes = hi - lo
-    first = np.cumsum(nbytes) - nbytes
-    at = np.arange(int(nbytes.sum()), dtype=np.intp) + np.repeat(lo - first, nbytes)  # every word byte, in buf
-    after = np.repeat(hi - 1, nbytes) - at
+    lens = stops - starts
+    at = word.nonzero()[0]  # every word character, in order
+    upto = width.cumsum()  # bytes up to and including each character
+    offset = upto - width
+    nbytes = offset[stops] - offset[starts]
+    after = offset[stops].repeat(lens) - upto[at]
+    longest = 2 * int(nbytes.max(initial=0))  # the most bytes after a character ``_token_crcs`` reads unclipped
+    rows = _SPAN_BYTES if longest >= _SPAN_BYTES - 1 else max(longest + 1, 13)  # a 4-gram reads up to 12
+    stride = 256 + len(extra)
+    flat = np.concatenate((char[:rows], np.stack([_column(c) for c in extra], axis=1)[:rows]), axis=1).reshape(-1)
+    grams = _char_grams(_shifted(codes), _shifted(width), flat, stride)
+    gram_at = np.arange(max(points.size - 3, 0))
 
     def token(i: int) -> bytes:
-        return raw[lo[i] : hi[i]]
+        return joined[starts[i] : stops[i]].encode("utf-8")
 
-    flat = byte.reshape(-1)
     marks = (points == 0xB6).nonzero()[0]
-    return _tokens(joined, marks, grams, gram_at, starts, ends, token, flat, buf[at], after, nbytes, nbytes)
+    return _tokens(joined, marks, grams, gram_at, starts, ends, token, flat, codes[at], after, lens, nbytes, stride)
+
+
+@lru_cache(maxsize=4096)
+def _column(point: int) -> npt.NDArray[np.uint32]:
+    """What the code point beyond Latin-1 contributes to a CRC-32 with ``k`` bytes after it, by ``k``: its UTF-8
+    bytes' ``BYTE[k + bytes after it in the character]`` XORed (the row clipped to the tables, as ``_latin_tables``
+    does; such a row is only read for a token that goes through zlib).
+    """
+    byte, _ = _crc_tables()
+    data = chr(point).encode("utf-8")
+    rows = np.arange(_SPAN_BYTES)
+    out = np.zeros(_SPAN_BYTES, dtype=np.uint32)
+    for i, b in enumerate(data):
+        out ^= byte[np.minimum(rows + len(data) - 1 - i, _SPAN_BYTES - 1), b]
+    return out
 
 
 def _tokens(
@@ -422,6 +410,7 @@ def _tokens(
     after: npt.NDArray[np.intp],
     lens: npt.NDArray[np.intp],
     nbytes: npt.NDArray[np.intp],
+    stride: int = 256,
 ) -> _Crcs:
     """The word, pair and line CRCs beside the gram CRCs (see ``_token_crcs`` and ``_line_crcs``)."""
     empty = np.zeros(0, dtype=np.int64)
@@ -431,7 +420,7 @@ def _tokens(
         pair[:-1] = True
         if ends.size > 1:  # a word's next word is in another text when a text's end lies between them
             pair[:-1] = ends.searchsorted(starts[:-1], side="right") == ends.searchsorted(starts[1:], "right")
-        words, pairs = _token_crcs(token, flat, value.astype(np.intp, copy=False), after, lens, nbytes, pair)
+        words, pairs = _token_crcs(token, flat, stride, value.astype(np.intp, copy=False), after, lens, nbytes, pair)
     lines = empty
     if marks.size:
         # a line runs to the next mark or to its text's end (the padding space before it)
