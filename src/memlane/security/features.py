@@ -139,7 +139,7 @@ def _token_crcs(
     """CRC-32 of ``w WORD`` for each word, and of ``b WORD NEXT`` for each word whose ``pair`` is set (its next
     word is in the same text).
 
-    The words are read in units (bytes, or Latin-1 characters): word ``i`` has ``lens[i]`` units and ``size[i]``
+    The words are read in units (characters, by their table column): word ``i`` has ``lens[i]`` units and ``size[i]``
     bytes of UTF-8; ``value`` and ``after`` give, for every unit of every word in order, its table column and the
     bytes after it in its word; ``flat[k * stride + v]`` is what unit ``v`` contributes with ``k`` bytes after it.
     ``token(i)`` is the UTF-8 of word ``i``, for a token longer than the tables (it goes through zlib).
