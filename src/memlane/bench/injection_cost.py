@@ -1,4 +1,6 @@
 """CPU time of the injection detector per stored text, one text per call as ``Guard`` runs it at ingest:
+``memlane bench injection --cost --data ../shared/data/injection --locomo ../shared/data/locomo/locomo_dev.json``
+(the docs-qa passages of ``evalsets/docs-qa/*/corpus.jsonl`` unless ``--corpus`` names others), or
 ``python -m memlane.bench.injection_cost --corpus evalsets/docs-qa/*/corpus.jsonl --data ../shared/data/injection
 --locomo ../shared/data/locomo/locomo_dev.json``.
 
@@ -17,6 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from memlane.security.detect import CombinedDetector, Detector
 
@@ -77,6 +80,23 @@ def kinds(corpora: Sequence[Path], data: Path | None, locomo: Path | None, limit
     return out
 
 
+DOCS_QA: Final = "evalsets/docs-qa/*/corpus.jsonl"  # relative to the repository root
+
+
+def docs_qa_corpora(root: Path) -> list[Path]:
+    """The docs-qa corpora under ``root`` (the repository), in a fixed order."""
+    return sorted(root.glob(DOCS_QA))
+
+
+def cost_table(corpora: Sequence[Path], data: Path | None, locomo: Path | None, limit: int, command: str) -> str:
+    """Time the default detector on the kinds of text ``kinds`` reads from the arguments; the table as markdown."""
+    texts = kinds(corpora, data, locomo, limit)
+    if not texts:
+        raise ValueError("nothing to time: give docs-qa corpora, the injection data or both")
+    detector = CombinedDetector()
+    return markdown([measure(detector, kind, group) for kind, group in texts.items()], command)
+
+
 def markdown(costs: Sequence[Cost], command: str) -> str:
     """The costs as a markdown table, with the command and the load average."""
     load = "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
@@ -98,11 +118,8 @@ def main(argv: Sequence[str] | None = None) -> str:
     parser.add_argument("--locomo", type=Path, help="LoCoMo JSON whose turns are timed (evaluation only)")
     parser.add_argument("--limit", type=int, default=3000, help="texts per kind (default 3000)")
     args = parser.parse_args(argv)
-    detector = CombinedDetector()
-    costs = [
-        measure(detector, kind, texts) for kind, texts in kinds(args.corpus, args.data, args.locomo, args.limit).items()
-    ]
-    return markdown(costs, "python -m memlane.bench.injection_cost " + " ".join(argv or []))
+    command = "python -m memlane.bench.injection_cost " + " ".join(argv or [])
+    return cost_table(args.corpus, args.data, args.locomo, args.limit, command)
 
 
 if __name__ == "__main__":  # pragma: no cover - the command line

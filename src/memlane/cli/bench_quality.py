@@ -109,8 +109,22 @@ def bench_injection(
     ] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the results as JSON.")] = None,
     loso: Annotated[bool, typer.Option("--loso", help="Leave-one-source-out table (--train: ship its model).")] = False,
+    cost: Annotated[
+        bool,
+        typer.Option(
+            "--cost",
+            help="CPU ms per text instead: docs-qa passages, BIPIA documents, short prompts, LoCoMo turns (--locomo).",
+        ),
+    ] = False,
+    corpus: Annotated[
+        list[Path] | None,
+        typer.Option("--corpus", help="With --cost: JSONL passages to time (default evalsets/docs-qa/*/corpus.jsonl)."),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", help="With --cost: texts timed per kind.")] = 3000,
 ) -> None:
-    """Injection detector: recall and false-positive rate per subset with 95% Wilson intervals, and cost per memory."""
+    """Injection detector: recall and false-positive rate per subset with 95% Wilson intervals, and cost per memory;
+    ``--cost``: the detector's CPU time per text on documents, prompts and conversation turns.
+    """
     import json
     import os
 
@@ -123,6 +137,13 @@ def bench_injection(
     if detector not in ("default", "rules"):
         fail_run(f"--detector must be default or rules, got {detector!r}")
     try:
+        if cost:
+            from memlane.bench.injection_cost import cost_table, docs_qa_corpora
+
+            corpora = corpus if corpus else docs_qa_corpora(Path.cwd())
+            table = cost_table(corpora, data, locomo, limit, command_line("injection"))
+            out.print(table, highlight=False, markup=False)
+            return
         if loso:
             out.print(loso_command(data, locomo, train, json_out), highlight=False, markup=False)
             return

@@ -14,7 +14,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -44,35 +44,20 @@ def _crc_tables() -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
 
 
 @lru_cache(maxsize=1)
+def _gram_pair_tables() -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
+    """The CRC-32 of a 4-byte gram ``a b c d`` is ``HIGH[a << 8 | b] ^ LOW[c << 8 | d]``: two lookups, not four."""
+    byte, start = _crc_tables()
+    first = np.arange(1 << 16) >> 8
+    second = np.arange(1 << 16) & 0xFF
+    high: npt.NDArray[np.uint32] = start[4] ^ byte[3][first] ^ byte[2][second]
+    low: npt.NDArray[np.uint32] = byte[1][first] ^ byte[0][second]
+    return high, low
+
+
+@lru_cache(maxsize=1)
 def _word_table() -> npt.NDArray[np.bool_]:
     r"""Whether each ASCII character is a regex word character (``\w``: alphanumeric or ``_``)."""
     return np.array([chr(c).isalnum() or c == ord("_") for c in range(128)], dtype=np.bool_)
-
-
-def _crc32_spans(
-    buf: npt.NDArray[np.uint8], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64]
-) -> npt.NDArray[np.uint32]:
-    """``zlib.crc32`` of every ``buf[lo:hi]`` (1 to ``_SPAN_BYTES`` bytes each; spans may overlap)."""
-    byte, start = _crc_tables()
-    size = hi - lo
-    if not size.size:
-        return np.zeros(0, dtype=np.uint32)
-    longest = int(size.max())
-    if int(size.min()) == longest:  # e.g. the 4-grams of plain ASCII text
-        crc: npt.NDArray[np.uint32] = start[size]
-        for k in range(longest):
-            crc ^= byte[k][buf[hi - 1 - k]]
-        return crc
-    order = np.argsort(-size, kind="stable")  # longest first: the spans still running at step k are a prefix
-    ends = hi[order]
-    crc = start[size[order]]
-    running = np.searchsorted(-size[order], -np.arange(longest), side="left")
-    for k in range(longest):
-        n = int(running[k])
-        crc[:n] ^= byte[k][buf[ends[:n] - 1 - k]]
-    out: npt.NDArray[np.uint32] = np.empty_like(crc)
-    out[order] = crc
-    return out
 
 
 def normalised(text: str) -> str:
@@ -135,28 +120,16 @@ def _word_chars(points: npt.NDArray[np.uint32] | npt.NDArray[np.uint8]) -> npt.N
         return bmp
     astral = points >= table.size
     out = table[np.where(astral, 0, points)]
-    where = np.flatnonzero(astral)
+    where = astral.nonzero()[0]
     distinct, back = np.unique(points[where], return_inverse=True)
     out[where] = np.array([chr(int(c)).isalnum() for c in distinct], dtype=np.bool_)[back]
     return out
 
 
-def _gram_crcs(
-    buf: npt.NDArray[np.uint8], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64]
-) -> npt.NDArray[np.int64]:
-    """CRC-32 of each 4-character gram ``buf[lo:hi]`` (4 to 16 bytes of UTF-8)."""
-    byte, start = _crc_tables()
-    every = start[4] ^ byte[3][buf[:-3]] ^ byte[2][buf[1:-2]] ^ byte[1][buf[2:-1]] ^ byte[0][buf[3:]]  # at each byte
-    crc: npt.NDArray[np.int64] = every[lo].astype(np.int64)
-    wide = np.flatnonzero(hi - lo != 4)
-    if wide.size:
-        crc[wide] = _crc32_spans(buf, lo[wide], hi[wide])
-    return crc
-
-
 def _token_crcs(
     token: Callable[[int], bytes],
     flat: npt.NDArray[np.uint32],
+    stride: int,
     value: npt.NDArray[np.intp],
     after: npt.NDArray[np.intp],
     lens: npt.NDArray[np.intp],
@@ -166,9 +139,9 @@ def _token_crcs(
     """CRC-32 of ``w WORD`` for each word, and of ``b WORD NEXT`` for each word whose ``pair`` is set (its next
     word is in the same text).
 
-    The words are read in units (bytes, or Latin-1 characters): word ``i`` has ``lens[i]`` units and ``size[i]``
+    The words are read in units (characters, by their table column): word ``i`` has ``lens[i]`` units and ``size[i]``
     bytes of UTF-8; ``value`` and ``after`` give, for every unit of every word in order, its table column and the
-    bytes after it in its word; ``flat[k * 256 + v]`` is what unit ``v`` contributes with ``k`` bytes after it.
+    bytes after it in its word; ``flat[k * stride + v]`` is what unit ``v`` contributes with ``k`` bytes after it.
     ``token(i)`` is the UTF-8 of word ``i``, for a token longer than the tables (it goes through zlib).
 
     With ``C_k(W) = XOR_j BYTE[len(W) - 1 - j + k][W[j]]`` (the word's bytes followed by ``k`` more bytes):
@@ -177,24 +150,29 @@ def _token_crcs(
     ``k = len(B) + 1`` and ``n = len(A) + len(B) + 3``.
     """
     last = _SPAN_BYTES - 1
-    first = np.cumsum(lens) - lens  # each word's first unit in the run of all word units
-    c0 = np.bitwise_xor.reduceat(flat[np.minimum(after, last) * 256 + value], first)
+    first = lens.cumsum() - lens  # each word's first unit in the run of all word units
     shift = np.zeros(size.size, dtype=np.intp)
     np.add(size[1:], 1, out=shift[:-1], where=pair[:-1])
-    ck = np.bitwise_xor.reduceat(flat[np.minimum(after + np.repeat(shift, lens), last) * 256 + value], first)
+    spread = after + shift.repeat(lens)
+    if 2 * int(size.max()) < last:  # no token longer than the tables (``spread`` is below ``2 * size``): no clip
+        c0 = np.bitwise_xor.reduceat(flat[after * stride + value], first)
+        ck = np.bitwise_xor.reduceat(flat[spread * stride + value], first)
+    else:
+        c0 = np.bitwise_xor.reduceat(flat[np.minimum(after, last) * stride + value], first)
+        ck = np.bitwise_xor.reduceat(flat[np.minimum(spread, last) * stride + value], first)
 
     word_head, pair_head, blank = _heads()
     top = word_head.size - 1  # any longer token is hashed by zlib below
     n = size + 2
     words = word_head[np.minimum(n, top)] ^ c0
-    for i in np.flatnonzero(n > _SPAN_BYTES).tolist():  # a very long word (a URL, a run of base64): rare
+    for i in (n > _SPAN_BYTES).nonzero()[0].tolist():  # a very long word (a URL, a run of base64): rare
         words[i] = zlib.crc32(b"w " + token(i))
 
-    a = np.flatnonzero(pair)
+    a = pair.nonzero()[0]
     b = a + 1
     n = size[a] + size[b] + 3
     pairs = pair_head[np.minimum(n, top)] ^ ck[a] ^ blank[np.minimum(size[b], top)] ^ c0[b]
-    for j in np.flatnonzero(n > _SPAN_BYTES).tolist():
+    for j in (n > _SPAN_BYTES).nonzero()[0].tolist():
         pairs[j] = zlib.crc32(b"b " + token(int(a[j])) + b" " + token(int(b[j])))
     return words, pairs
 
@@ -228,15 +206,15 @@ def _line_crcs(
     ``words`` and byte ``size``), else its first character, else nothing. ``l WORD`` and ``w WORD`` differ in one
     byte with ``len(WORD) + 1`` bytes after it.
     """
-    nxt = np.searchsorted(starts, marks + 1)
-    found = np.append(starts, stop.max(initial=0) + 1)[nxt] < stop
+    nxt = starts.searchsorted(marks + 1)
+    found = np.concatenate((starts, [stop.max(initial=0) + 1]))[nxt] < stop
     word = nxt[found]
     n = size[word] + 2
     crc = np.empty(marks.size, dtype=np.int64)
     crc[found] = words[word] ^ _w_to_l()[np.minimum(n - 1, _SPAN_BYTES - 1)]
-    for j in np.flatnonzero(n > _SPAN_BYTES).tolist():
-        crc[np.flatnonzero(found)[j]] = zlib.crc32(b"l " + token(int(word[j])))
-    for j in np.flatnonzero(~found).tolist():  # a line without a word character: rare
+    for j in (n > _SPAN_BYTES).nonzero()[0].tolist():
+        crc[found.nonzero()[0][j]] = zlib.crc32(b"l " + token(int(word[j])))
+    for j in (~found).nonzero()[0].tolist():  # a line without a word character: rare
         at = int(marks[j]) + 1
         crc[j] = zlib.crc32(f"l {joined[at] if at < stop[j] else ''}".encode())
     return crc
@@ -274,7 +252,7 @@ def feature_runs(texts: Sequence[str], bits: int = BITS) -> FeatureRuns:
         return FeatureRuns(np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64))
     padded = [f" {normalised(t)} " for t in texts]
     joined = "".join(padded)
-    ends = np.cumsum([len(p) for p in padded])  # each text's end, in characters
+    ends = np.array([len(p) for p in padded]).cumsum()  # each text's end, in characters
     try:
         latin = joined.encode("latin-1")
     except UnicodeEncodeError:
@@ -296,38 +274,40 @@ def _latin_crcs(joined: str, cols: npt.NDArray[np.uint8], ends: npt.NDArray[np.i
     """The CRCs of texts whose characters are all Latin-1 (each one byte of ``cols``; ASCII is one UTF-8 byte, the
     rest two): read per character with ``_latin_tables``.
     """
-    byte, start = _crc_tables()
     char, word_table = _latin_tables()
     flat = char.reshape(-1)
     size = cols.size
-    marks = _EMPTY if _PILCROW not in joined else np.flatnonzero(cols == 0xB6)
+    marks = _EMPTY if _PILCROW not in joined else (cols == 0xB6).nonzero()[0]
     width = None
+    units = cols.astype(np.intp)  # numpy gathers with native indices: converted once, not in every gather
     if joined.isascii() or joined.replace(_PILCROW, "").isascii():
         # one byte a character but for the marks (in no word): the grams with a mark are hashed again below
-        grams = start[4] ^ byte[3][cols[:-3]] ^ byte[2][cols[1:-2]] ^ byte[1][cols[2:-1]] ^ byte[0][cols[3:]]
+        high, low = _gram_pair_tables()
+        two = (units[:-1] << 8) | units[1:]  # each character with the next, as one index
+        grams = high[two[:-2]] ^ low[two[2:]]
         if marks.size:
             at = (marks[:, None] - _BACK).ravel()
             at = at[(at >= 0) & (at < size - 3)]
-            grams[at] = _latin_grams(cols, at)
+            grams[at] = _latin_grams(units, at)
     else:
-        width = (cols >> 7).astype(np.intp) + 1  # UTF-8 bytes of each character
-        grams = _latin_grams(cols, None, width)
+        width = (units >> 7) + 1  # UTF-8 bytes of each character
+        grams = _char_grams(_shifted(units), _shifted(width), flat, 256)
     gram_at = np.arange(max(size - 3, 0))
 
-    word = word_table[cols]
-    edges = np.flatnonzero(word[1:] != word[:-1]) + 1  # a padded text starts and ends with a space: pairs of edges
+    word = word_table[units]
+    edges = (word[1:] != word[:-1]).nonzero()[0] + 1  # a padded text starts and ends with a space: pairs of edges
     starts, stops = edges[0::2], edges[1::2]
     lens = stops - starts
-    at = np.flatnonzero(word)  # every word character, in order
-    value = cols[at]
+    at = word.nonzero()[0]  # every word character, in order
+    value = units[at]
     if width is None:
         nbytes = lens
-        after = np.repeat(stops - 1, lens) - at
+        after = (stops - 1).repeat(lens) - at
     else:
-        upto = np.cumsum(width)  # bytes up to and including each character
+        upto = width.cumsum()  # bytes up to and including each character
         offset = upto - width
         nbytes = offset[stops] - offset[starts]
-        after = np.repeat(offset[stops], lens) - upto[at]
+        after = offset[stops].repeat(lens) - upto[at]
 
     def token(i: int) -> bytes:
         return joined[starts[i] : stops[i]].encode("utf-8")
@@ -339,56 +319,82 @@ _EMPTY: Final = np.zeros(0, dtype=np.intp)
 _BACK: Final = np.arange(4)
 
 
-def _latin_grams(
-    cols: npt.NDArray[np.uint8], at: npt.NDArray[np.intp] | None, width: npt.NDArray[np.intp] | None = None
+def _latin_grams(cols: npt.NDArray[np.intp], at: npt.NDArray[np.intp]) -> npt.NDArray[np.uint32]:
+    """CRC-32 of the 4-gram at each character ``at`` of Latin-1 ``cols`` (each character's code)."""
+    char, _ = _latin_tables()
+    c = [cols[at + k] for k in range(4)]
+    return _char_grams(c, [(x >> 7) + 1 for x in c], char.reshape(-1), 256)
+
+
+def _char_grams(
+    c: list[npt.NDArray[np.intp]], w: list[npt.NDArray[np.intp]], flat: npt.NDArray[np.uint32], stride: int
 ) -> npt.NDArray[np.uint32]:
-    """CRC-32 of the 4-gram at each character ``at`` of Latin-1 ``cols`` (``None``: at every one), from its
-    characters' UTF-8 widths (``width`` of every character, when known).
+    """CRC-32 of 4-grams whose characters, in order, have the column codes ``c`` and the UTF-8 widths ``w``, from
+    ``flat[k * stride + code]``: what a character contributes with ``k`` bytes after it (row 0 is ``flat[code]``).
     """
     _, start = _crc_tables()
-    char, _ = _latin_tables()
-    flat = char.reshape(-1)
-    if at is None:
-        c = [cols[:-3], cols[1:-2], cols[2:-1], cols[3:]]
-        every = (cols >> 7).astype(np.intp) + 1 if width is None else width
-        w = [every[:-3], every[1:-2], every[2:-1], every[3:]]
-    else:
-        c = [cols[at + k] for k in range(4)]
-        w = [(x >> 7).astype(np.intp) + 1 for x in c]
     t1 = w[2] + w[3]  # bytes after the second character
     t0 = w[1] + t1
-    out: npt.NDArray[np.uint32] = (start[w[0] + t0] ^ flat[t0 * 256 + c[0]] ^ flat[t1 * 256 + c[1]]) ^ (
-        flat[w[3] * 256 + c[2]] ^ char[0][c[3]]
+    out: npt.NDArray[np.uint32] = (start[w[0] + t0] ^ flat[t0 * stride + c[0]] ^ flat[t1 * stride + c[1]]) ^ (
+        flat[w[3] * stride + c[2]] ^ flat[c[3]]
     )
     return out
 
 
-def _wide_crcs(joined: str, ends: npt.NDArray[np.intp]) -> _Crcs:
-    """The CRCs of texts with a character beyond Latin-1, read over their UTF-8 bytes."""
-    byte, _ = _crc_tables()
-    raw = joined.encode("utf-8")
-    buf = np.frombuffer(raw, dtype=np.uint8)
-    points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
-    # byte offset of each character (UTF-8 continuation bytes are 10xxxxxx), then of the end
-    offsets = np.append(np.flatnonzero((buf & 0xC0) != 0x80), buf.size)
-    gram_at = np.arange(max(points.size - 3, 0))
-    grams = _gram_crcs(buf, offsets[gram_at], offsets[gram_at + 4])
+def _shifted(a: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:
+    """``a`` as the first, second, third and fourth character of each 4-gram."""
+    return [a[:-3], a[1:-2], a[2:-1], a[3:]]
 
-    word = _word_chars(points)
-    edges = np.flatnonzero(word[1:] != word[:-1]) + 1
+
+def _wide_crcs(joined: str, ends: npt.NDArray[np.intp]) -> _Crcs:
+    """The CRCs of texts with a character beyond Latin-1, read per character as Latin-1 text is: a Latin-1
+    character's column is its code, each other distinct character of the batch gets a column after them
+    (``_column``).
+    """
+    points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+    codes = points.astype(np.intp)
+    beyond = (points > 0xFF).nonzero()[0]
+    extra = sorted(set(points[beyond].tolist()))  # the characters beyond Latin-1, in a fixed order
+    codes[beyond] = np.array(extra).searchsorted(points[beyond]) + 256
+    char, word_table = _latin_tables()
+    wide = np.array([len(chr(c).encode("utf-8")) for c in extra], dtype=np.intp)
+    width = np.concatenate((1 + (np.arange(256) >> 7), wide))[codes]  # UTF-8 bytes of each character
+    word = np.concatenate((word_table, _word_chars(np.array(extra, dtype=np.uint32))))[codes]
+    edges = (word[1:] != word[:-1]).nonzero()[0] + 1
     starts, stops = edges[0::2], edges[1::2]
-    lo, hi = offsets[starts], offsets[stops]
-    nbytes = hi - lo
-    first = np.cumsum(nbytes) - nbytes
-    at = np.arange(int(nbytes.sum()), dtype=np.intp) + np.repeat(lo - first, nbytes)  # every word byte, in buf
-    after = np.repeat(hi - 1, nbytes) - at
+    lens = stops - starts
+    at = word.nonzero()[0]  # every word character, in order
+    upto = width.cumsum()  # bytes up to and including each character
+    offset = upto - width
+    nbytes = offset[stops] - offset[starts]
+    after = offset[stops].repeat(lens) - upto[at]
+    longest = 2 * int(nbytes.max(initial=0))  # the most bytes after a character ``_token_crcs`` reads unclipped
+    rows = _SPAN_BYTES if longest >= _SPAN_BYTES - 1 else max(longest + 1, 13)  # a 4-gram reads up to 12
+    stride = 256 + len(extra)
+    flat = np.concatenate((char[:rows], np.stack([_column(c) for c in extra], axis=1)[:rows]), axis=1).reshape(-1)
+    grams = _char_grams(_shifted(codes), _shifted(width), flat, stride)
+    gram_at = np.arange(max(points.size - 3, 0))
 
     def token(i: int) -> bytes:
-        return raw[lo[i] : hi[i]]
+        return joined[starts[i] : stops[i]].encode("utf-8")
 
-    flat = byte.reshape(-1)
-    marks = np.flatnonzero(points == 0xB6)
-    return _tokens(joined, marks, grams, gram_at, starts, ends, token, flat, buf[at], after, nbytes, nbytes)
+    marks = (points == 0xB6).nonzero()[0]
+    return _tokens(joined, marks, grams, gram_at, starts, ends, token, flat, codes[at], after, lens, nbytes, stride)
+
+
+@lru_cache(maxsize=4096)
+def _column(point: int) -> npt.NDArray[np.uint32]:
+    """What the code point beyond Latin-1 contributes to a CRC-32 with ``k`` bytes after it, by ``k``: its UTF-8
+    bytes' ``BYTE[k + bytes after it in the character]`` XORed (the row clipped to the tables, as ``_latin_tables``
+    does; such a row is only read for a token that goes through zlib).
+    """
+    byte, _ = _crc_tables()
+    data = chr(point).encode("utf-8")
+    rows = np.arange(_SPAN_BYTES)
+    out = np.zeros(_SPAN_BYTES, dtype=np.uint32)
+    for i, b in enumerate(data):
+        out ^= byte[np.minimum(rows + len(data) - 1 - i, _SPAN_BYTES - 1), b]
+    return out
 
 
 def _tokens(
@@ -400,10 +406,11 @@ def _tokens(
     ends: npt.NDArray[np.intp],
     token: Callable[[int], bytes],
     flat: npt.NDArray[np.uint32],
-    value: npt.NDArray[np.uint8],
+    value: npt.NDArray[np.uint8] | npt.NDArray[np.intp],
     after: npt.NDArray[np.intp],
     lens: npt.NDArray[np.intp],
     nbytes: npt.NDArray[np.intp],
+    stride: int = 256,
 ) -> _Crcs:
     """The word, pair and line CRCs beside the gram CRCs (see ``_token_crcs`` and ``_line_crcs``)."""
     empty = np.zeros(0, dtype=np.int64)
@@ -412,14 +419,14 @@ def _tokens(
     if starts.size:
         pair[:-1] = True
         if ends.size > 1:  # a word's next word is in another text when a text's end lies between them
-            pair[:-1] = np.searchsorted(ends, starts[:-1], side="right") == np.searchsorted(ends, starts[1:], "right")
-        words, pairs = _token_crcs(token, flat, value.astype(np.intp), after, lens, nbytes, pair)
+            pair[:-1] = ends.searchsorted(starts[:-1], side="right") == ends.searchsorted(starts[1:], "right")
+        words, pairs = _token_crcs(token, flat, stride, value.astype(np.intp, copy=False), after, lens, nbytes, pair)
     lines = empty
     if marks.size:
         # a line runs to the next mark or to its text's end (the padding space before it)
-        stop = np.append(marks[1:], ends[-1] - 1)
+        stop = np.concatenate((marks[1:], [ends[-1] - 1]))
         if ends.size > 1:
-            stop = np.minimum(stop, ends[np.searchsorted(ends, marks, side="right")] - 1)
+            stop = np.minimum(stop, ends[ends.searchsorted(marks, side="right")] - 1)
         lines = _line_crcs(joined, marks, stop, starts, words, nbytes, token)
     return grams, gram_at, words, pairs, starts, starts[pair], lines, marks
 
@@ -429,15 +436,20 @@ def _runs(crcs: _Crcs, ends: npt.NDArray[np.intp], bits: int) -> FeatureRuns:
     grams, _, words, pairs, word_at, pair_at, lines, line_at = crcs
     mask = (1 << bits) - 1
     tokens = np.concatenate([words, pairs, lines])
+    # keys as int32 when they fit: they sort faster
+    kind: type[np.int32] | type[np.int64] = np.int32 if ends.size << bits <= np.iinfo(np.int32).max else np.int64
+    keys: npt.NDArray[np.signedinteger[Any]]
     if ends.size == 1:
-        keys = np.concatenate([grams, tokens]) & mask
+        keys = np.concatenate([grams & mask, tokens & mask], dtype=kind, casting="unsafe")
     else:
-        doc_of = np.repeat(np.arange(ends.size, dtype=np.int64) << bits, np.diff(ends, prepend=0))
+        sizes = ends.copy()
+        sizes[1:] -= ends[:-1]
+        texts: npt.NDArray[np.signedinteger[Any]] = np.arange(ends.size, dtype=kind)
+        doc_of = (texts << bits).repeat(sizes)  # each character's text, shifted
         first = doc_of[:-3]  # the text of each gram's first and last character
-        gram_keys = (first | (grams & mask))[first == doc_of[3:]]
-        keys = np.concatenate([gram_keys, doc_of[np.concatenate([word_at, pair_at, line_at])] | (tokens & mask)])
-    if ends.size << bits <= np.iinfo(np.int32).max:
-        keys = keys.astype(np.int32)  # sorts faster
+        gram_keys = (first | (grams & mask).astype(kind))[first == doc_of[3:]]
+        at = np.concatenate([word_at, pair_at, line_at])
+        keys = np.concatenate([gram_keys, doc_of[at] | (tokens & mask).astype(kind)])
     keys.sort()
     if keys.size:
         keep = np.empty(keys.size, dtype=np.bool_)
@@ -446,7 +458,7 @@ def _runs(crcs: _Crcs, ends: npt.NDArray[np.intp], bits: int) -> FeatureRuns:
         keys = keys[keep]
     if ends.size == 1:
         return FeatureRuns(keys.astype(np.int64), np.array([0, keys.size], dtype=np.int64))
-    bounds = np.searchsorted(keys >> bits, np.arange(ends.size + 1)).astype(np.int64)
+    bounds = (keys >> bits).searchsorted(np.arange(ends.size + 1)).astype(np.int64)
     return FeatureRuns((keys & mask).astype(np.int64), bounds)
 
 

@@ -5,10 +5,9 @@ helpers to write them (``rx``, ``cues``, ``needs``).
 from __future__ import annotations
 
 import re
-import re._constants as _C  # type: ignore[import-not-found]  # the parse tree's opcodes (``starts``)
-import re._parser as _P  # type: ignore[import-not-found]
 import unicodedata
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Final
 
 
@@ -122,6 +121,22 @@ def lowered(pattern: re.Pattern[str]) -> re.Pattern[str]:
     return re.compile("".join(out), pattern.flags & ~re.IGNORECASE)
 
 
+def _load_parser() -> tuple[Any, Any] | None:
+    """Python's own regex parser and its opcodes, which ``starts`` reads patterns with; ``None`` when this Python
+    lacks them (they are private modules: a later release may move or change them, and then every rule runs
+    without start literals, as slower but the same).
+    """
+    try:
+        import re._constants as constants  # type: ignore[import-not-found]
+        import re._parser as parser  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - a Python without them
+        return None
+    return parser, constants
+
+
+_PARSER: Any = _load_parser()
+_C: Any = _PARSER[1] if _PARSER is not None else None  # the parse tree's opcodes, read by ``_prefixes``
+
 _MAX_STARTS: Final = 256  # literals in a rule's start pattern; a pattern with more runs without one
 _START_CHARS: Final = 12  # how far into a match its start literals are read
 
@@ -162,16 +177,38 @@ def starts(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     tree (zero-width assertions skipped), none the start of another; ``None`` when it has none or too many.
     ``pattern`` finds a match in a text exactly when it matches where one of them starts.
     """
-    if pattern.flags & re.IGNORECASE:
+    if pattern.flags & re.IGNORECASE or not _parser_reads_as_expected():
         return None
+    return _read_starts(pattern)
+
+
+def _read_starts(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
+    """``starts`` without the parser's check."""
     try:
-        found = _prefixes(list(_P.parse(pattern.pattern, pattern.flags).data))
-    except (re.error, AttributeError, TypeError, ValueError):  # a parser of another Python release: no shortcut
+        found = _prefixes(list(_PARSER[0].parse(pattern.pattern, pattern.flags).data))
+    except Exception:  # a parser of another release, shaped otherwise: this rule runs without start literals
         return None
     if "" in found or len(found) > _MAX_STARTS:
         return None
     literals = sorted(found)
     return tuple(w for w in literals if not any(w != v and w.startswith(v) for v in literals))
+
+
+@cache
+def _parser_reads_as_expected() -> bool:
+    """Whether the parser is there and reads known patterns as ``_prefixes`` expects (a parser that builds its tree
+    otherwise without raising must not yield start literals that miss a match).
+    """
+    if _PARSER is None:
+        return False
+    known = {
+        r"\b(?:ab|cd)\s+x": ("ab", "cd"),
+        r"(?:the\s+)?(?:foo|bar)": ("bar", "foo", "the"),
+        r"[xy]z|q": ("q", "xz", "yz"),
+        r"(?:^|\s)ab": None,
+        r"a*b": None,
+    }
+    return all(_read_starts(re.compile(source)) == want for source, want in known.items())
 
 
 def first_match(pattern: re.Pattern[str], literals: tuple[str, ...] | None, text: str, finder: Any = None) -> bool:

@@ -186,6 +186,7 @@ _CORE_RULES: Final[tuple[Rule, ...]] = (
         ),
         1.0,
         marks="<[#",
+        needs=("<|", "inst]", "sys>", "system>", "instruction>", "instructions>", "##"),  # one per branch
     ),
     Rule("role_prefix", _rx(r"^\s*(?:system|assistant)\s*:\s*\S"), 0.6, cues=_cues("system assistant"), needs=(":",)),
     Rule(

@@ -1,0 +1,54 @@
+"""The CRC tables behind the injection features give zlib's values: 4-grams from two pair tables, a character
+beyond Latin-1 from its own table column, and whole batches of random text (every script width, empty texts, long
+words, line breaks) equal to per-token zlib hashes.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+
+import numpy as np
+
+from memlane.security.features import _SPAN_BYTES, _column, _gram_pair_tables, feature_runs, feature_sets
+from tests.security_reference import reference_ids
+
+
+def test_a_four_byte_gram_is_two_pair_lookups() -> None:
+    high, low = _gram_pair_tables()
+    rng = random.Random(5)
+    for _ in range(2000):
+        gram = bytes(rng.randrange(256) for _ in range(4))
+        assert int(high[gram[0] << 8 | gram[1]] ^ low[gram[2] << 8 | gram[3]]) == zlib.crc32(gram)
+
+
+def test_a_character_column_is_what_its_bytes_add_to_a_crc() -> None:
+    for point in (0x100, 0x3A3, 0x7FF, 0x800, 0x2014, 0x65E5, 0xFFFD, 0x10000, 0x1F600, 0x10FFFF):
+        data = chr(point).encode("utf-8")
+        column = _column(point)
+        for k in (0, 1, 2, 3, 7, 40, _SPAN_BYTES - len(data)):
+            # zero bytes add nothing: the CRC of the character and k zeros less that of as many zeros
+            assert int(column[k]) == zlib.crc32(data + bytes(k)) ^ zlib.crc32(bytes(len(data) + k)), (point, k)
+
+
+def _random_text(rng: random.Random) -> str:
+    alphabet = "ab cd.\n\t|!?_1-" + "éßü¶\u00a0" + "\u2019\u201c\u2014\u03a3\u03c3\u041f\u65e5\u672c" + "\U0001f600"
+    pool = rng.sample(alphabet, rng.randint(1, len(alphabet)))
+    text = "".join(rng.choice(pool) for _ in range(rng.choice([0, 1, 3, 4, 5, 40, 400])))
+    if rng.random() < 0.2:  # a word past the tables' 256 bytes, in 1-, 2- and 3-byte characters
+        text = text.replace("a", "a" * 260).replace("\u03a3", "\u03a3" * 130).replace("\u65e5", "\u65e5" * 86)
+    return text
+
+
+def test_random_batches_equal_per_token_hashes() -> None:
+    rng = random.Random(11)
+    for _ in range(150):
+        batch = [_random_text(rng) for _ in range(rng.choice([1, 2, 5]))]
+        for text, ids in zip(batch, feature_sets(batch), strict=True):
+            assert np.array_equal(ids, reference_ids(text)), text[:60]
+
+
+def test_batch_runs_are_int64_with_one_bound_per_text() -> None:
+    runs = feature_runs(["", "caf\u00e9 \u65e5\u672c", "plain ascii\nline"])
+    assert runs.ids.dtype == np.int64 and runs.bounds.dtype == np.int64
+    assert runs.bounds.tolist()[0] == 0 and len(runs.bounds) == 4 and runs.bounds[-1] == runs.ids.size
