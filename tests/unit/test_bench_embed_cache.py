@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memlane.bench.embed_cache import ENV, DiskCachedEmbedder, bench_embedder
+from memlane.bench.embed_cache import ENV, DiskCachedEmbedder, bench_embedder, warm_queries
 from memlane.embedding.base import Vectors
 from memlane.embedding.fake import HashEmbedder
 
@@ -59,3 +59,17 @@ def test_only_when_the_environment_names_a_file(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setenv(ENV, str(tmp_path / "c.sqlite"))
     wrapped = bench_embedder("hash:16")
     assert isinstance(wrapped, DiskCachedEmbedder) and wrapped.identity == "hash-test-16"
+
+
+def test_warm_queries_leaves_no_timed_preset_paying_for_the_model(tmp_path: Path) -> None:
+    inner = BatchSensitive()
+    cached = DiskCachedEmbedder(inner, tmp_path / "cache.sqlite")
+    warm_queries(cached, ["how do I?", "why?", "how do I?"])
+    assert inner.queries == 2  # each distinct query once, before any timing
+    for _ in range(3):  # every preset then reads the same vectors from the cache
+        cached.embed_query("how do I?")
+        cached.embed_query("why?")
+    assert inner.queries == 2
+    plain = BatchSensitive()
+    warm_queries(plain, ["how do I?"])  # no disk cache: each timed preset pays its own embeddings
+    assert plain.queries == 0

@@ -23,7 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from memlane.bench.common import NullTracker, Tracker, forget_queries, machine
-from memlane.bench.embed_cache import bench_embedder
+from memlane.bench.embed_cache import bench_embedder, warm_queries
 from memlane.bench.labelled import LABEL_KEY, SetConfigResult, SetReport, compare_rows, render_set_report
 from memlane.bench.locomo import QuestionRow, group_scores
 from memlane.bench.metrics import count_tokens, percentile
@@ -157,6 +157,7 @@ def _documents_of(hits: Sequence[Hit]) -> tuple[list[str], list[str]]:
 def answer(memory: Memory, beir: BeirSet, names: Sequence[str], tracker: Tracker) -> list[SetConfigResult]:
     """Every scored query of ``beir`` answered by every preset of ``names``."""
     scored = beir.scored()
+    warm_queries(memory.embedder, (text for _, text, _ in scored))
     results = []
     for name in names:
         forget_queries(memory.embedder)

@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from memlane.bench.common import NullTracker, Tracker, forget_queries, machine
+from memlane.bench.embed_cache import warm_queries
 from memlane.bench.locomo import (
     COMPARED_METRICS,
     Comparison,
@@ -273,6 +274,7 @@ def run_set(
         start = time.perf_counter()
         _ingest(memory, part.memories, track)
         ingest_s = time.perf_counter() - start
+        warm_queries(memory.embedder, (q.text for q in scored))
         results = []
         for name in names:
             forget_queries(memory.embedder)

@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from memlane.bench.common import NullTracker, Tracker, forget_queries, machine
+from memlane.bench.embed_cache import warm_queries
 from memlane.bench.locomo_data import (
     CATEGORY_NAMES,
     LocomoConversation,
@@ -293,6 +294,7 @@ def run_locomo(
             ingest_conversation(memory, conv)
             track.advance(len(conv.turns))
         ingest_s = time.perf_counter() - start
+        warm_queries(memory.embedder, (q.question for q in questions))
         results = []
         for name in names:
             forget_queries(memory.embedder)
