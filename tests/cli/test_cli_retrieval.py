@@ -35,7 +35,8 @@ def seed(env: dict[str, str]) -> None:
 
 def test_explain_shows_what_in_the_query_engaged_each_dimension(env: dict[str, str]) -> None:
     seed(env)
-    out = run(env, "search", "what did Ben say about ERR_CONN_RESET_42?", "--user", "u", "--explain").stdout
+    wide = {**env, "COLUMNS": "250"}  # a cell wrapped at 80 columns interleaves the next columns' text with it
+    out = run(wide, "search", "what did Ben say about ERR_CONN_RESET_42?", "--user", "u", "--explain").stdout
     squashed = re.sub(r"[\s│┃|]", "", out)  # the table wraps long cells
     # in a scope of two turns no word is rare enough for the exact-match boost (nor, here, for BM25 at all)
     assert "exact-matchterms" not in squashed and "semanticsimilarity" in squashed
