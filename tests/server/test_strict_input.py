@@ -159,3 +159,34 @@ def test_dates_at_the_ends_of_the_calendar_are_stored_and_searched_not_500(api: 
     found = api.client.post("/v1/search", json={"user_id": "ana", "query": text}, headers=api.h("acme"))
     assert found.status_code == 200, found.text
     assert found.json()["hits"][0]["memory"]["text"] == text
+
+
+@pytest.mark.parametrize("declared", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; b=x"])
+def test_a_body_declared_as_another_type_is_a_415_naming_it(api: Api, declared: str) -> None:
+    # FastAPI would hand the raw bytes to the schema and answer that the (valid JSON) object is not an object
+    raw = json.dumps({"user_id": "ana", "query": "q"}).encode()
+    r = api.client.post("/v1/search", content=raw, headers={**api.h("acme"), "content-type": declared})
+    assert r.status_code == 415, r.text
+    body = r.json()
+    assert (
+        body["errors"] == [] and "Content-Type: application/json" in body["detail"] and declared[:10] in body["detail"]
+    )
+    assert api.client.get("/health").status_code == 200  # the connection serves on
+
+
+@pytest.mark.parametrize("declared", ["application/json; charset=utf-8", "Application/JSON", "application/x+json"])
+def test_a_json_body_is_read_whatever_its_json_type(api: Api, declared: str) -> None:
+    raw = json.dumps({"user_id": "ana", "query": "q"}).encode()
+    r = api.client.post("/v1/search", content=raw, headers={**api.h("acme"), "content-type": declared})
+    assert r.status_code == 200, r.text
+
+
+def test_a_body_sent_with_no_type_is_a_415_and_no_body_a_400(api: Api) -> None:
+    raw = json.dumps({"user_id": "ana", "query": "q"}).encode()
+    request = api.client.build_request("POST", "/v1/search", content=raw, headers=api.h("acme"))
+    request.headers.pop("content-type", None)
+    r = api.client.send(request)
+    assert r.status_code == 415 and "(got none)" in r.json()["detail"], r.text
+    empty = api.client.build_request("POST", "/v1/search", headers=api.h("acme"))
+    r = api.client.send(empty)
+    assert r.status_code == 400 and r.json()["errors"], r.text

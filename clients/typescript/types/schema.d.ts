@@ -2147,6 +2147,15 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
+            /** @description a JSON body sent as another Content-Type, or with none */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -2560,6 +2569,15 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
+            /** @description a JSON body sent as another Content-Type, or with none */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -2640,6 +2658,15 @@ export interface operations {
             };
             /** @description request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a JSON body sent as another Content-Type, or with none */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2734,6 +2761,15 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
+            /** @description a JSON body sent as another Content-Type, or with none */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -2805,6 +2841,15 @@ export interface operations {
             };
             /** @description request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a JSON body sent as another Content-Type, or with none */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2899,6 +2944,15 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
+            /** @description a JSON body sent as another Content-Type, or with none */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -2979,6 +3033,15 @@ export interface operations {
             };
             /** @description request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a JSON body sent as another Content-Type, or with none */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3157,6 +3220,15 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
+            /** @description a JSON body sent as another Content-Type, or with none */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -3228,6 +3300,15 @@ export interface operations {
             };
             /** @description request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a JSON body sent as another Content-Type, or with none */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3563,6 +3644,15 @@ export interface operations {
             };
             /** @description request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a JSON body sent as another Content-Type, or with none */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3919,6 +4009,15 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
+            /** @description a JSON body sent as another Content-Type, or with none */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -4067,6 +4166,15 @@ export interface operations {
             };
             /** @description request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a JSON body sent as another Content-Type, or with none */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4348,6 +4456,15 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
+            /** @description a JSON body sent as another Content-Type, or with none */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -4532,6 +4649,15 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
+            /** @description a JSON body sent as another Content-Type, or with none */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -4707,6 +4833,15 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
+            /** @description a JSON body sent as another Content-Type, or with none */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
             /** @description rate limit of this key exceeded; see Retry-After */
             429: {
                 headers: {
@@ -4787,6 +4922,15 @@ export interface operations {
             };
             /** @description request body over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a JSON body sent as another Content-Type, or with none */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

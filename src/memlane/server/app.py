@@ -60,6 +60,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         (409, "the store was indexed with another embedder"),
         (408, "request body not received in time"),
         (413, "request body over the size limit"),
+        (415, "a JSON body sent as another Content-Type, or with none"),
         (429, "rate limit of this key exceeded; see Retry-After"),
         (503, "server busy or store unavailable; see Retry-After"),
         (504, "a job did not finish in time"),

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Request, Response, params
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
@@ -86,13 +86,30 @@ class StrictRequest(Request):
         return self._json
 
 
+def is_json_type(content_type: str) -> bool:
+    """Whether a Content-Type names JSON (``application/json`` or ``application/...+json``, any parameters)."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
 class StrictRoute(APIRoute):
-    """A route that reads its body as a ``StrictRequest``."""
+    """A route that reads its body as a ``StrictRequest``. A JSON-bodied route refuses a body declared as another
+    type, or sent with no type, as 415, where FastAPI would hand the raw bytes to the schema and answer that an object
+    is not an object (``curl -d`` without ``-H 'Content-Type: application/json'`` sends a form type).
+    """
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
+        field = self.body_field
+        json_body = field is not None and not isinstance(field.field_info, params.Form)
 
         async def strict_handler(request: Request) -> Response:
+            if json_body:
+                declared = request.headers.get("content-type")
+                sent = request.headers.get("content-length", "0") != "0" or "transfer-encoding" in request.headers
+                if (declared is None and sent) or (declared is not None and not is_json_type(declared)):
+                    shown = "none" if declared is None else repr(safe(declared[:100]))
+                    return problem(415, f"the body must be JSON, sent as Content-Type: application/json (got {shown})")
             return await handler(StrictRequest(request.scope, request.receive))
 
         return strict_handler

@@ -3,7 +3,8 @@ route keeps only those it can answer with, so a generated client or a reader see
 and that only calls which embed text can meet another embedder's store (409).
 
 Kept on every route: 400 and 413 (the body limit runs before any route). 401/403/429 where a key is needed; 404
-where the call looks something up; 409 where it embeds text; 503 where it waits for a worker thread or the store.
+where the call looks something up; 409 where it embeds text; 415 where it takes a JSON body; 503 where it waits for a
+worker thread or the store.
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ def document_errors(app: FastAPI) -> None:
             for operations in doc.get("paths", {}).values():
                 for op in operations.values():
                     allowed = {str(c) for c in statuses(op["operationId"])}
+                    if "application/json" in op.get("requestBody", {}).get("content", {}):
+                        allowed.add("415")  # a JSON body sent as another type (``server/strict.py``)
                     op["responses"] = {c: r for c, r in op["responses"].items() if not _error(c) or c in allowed}
         return app.openapi_schema or build()
 
