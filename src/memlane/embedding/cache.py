@@ -38,6 +38,12 @@ class CachedQueryEmbedder:
     def dim(self) -> int:
         return self.inner.dim
 
+    def load(self) -> None:
+        """Load the wrapped model now, if it loads lazily (a remote endpoint has nothing to load)."""
+        load = getattr(self.inner, "load", None)
+        if callable(load):
+            load()
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed documents with the wrapped embedder (not cached)."""
         return self.inner.embed(texts)

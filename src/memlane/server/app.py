@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
+import anyio
 from fastapi import FastAPI, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 
@@ -92,6 +93,11 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
             log.warning("!!! %s — never expose this server beyond your own machine !!!", INSECURE_WARNING)
         if config is not None:
             svc.memory = Memory(settings.store, embedder=settings.embedder, config=config)
+            # the model loaded (the static table distilled, once: about a minute on two cores) before the first
+            # request, which would otherwise wait for it and time out at its client
+            load = getattr(svc.memory.embedder, "load", None)
+            if callable(load):
+                await anyio.to_thread.run_sync(load)
         svc.start_telemetry()  # per-operation metrics (memlane.telemetry)
         try:
             yield
