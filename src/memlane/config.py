@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -135,12 +136,38 @@ DEFAULT_PRESET: Final = "multi"
 
 
 def preset(name: str | None) -> RetrievalPreset:
-    """The preset called ``name`` (``None`` or ``"default"`` gives the default)."""
-    key = DEFAULT_PRESET if name in (None, "default") else name
+    """The preset called ``name`` (``None`` or ``"default"`` gives the default).
+
+    ``convex@W`` is ``convex`` with keyword weight ``W`` (0 to 1) and dense weight ``1 - W``: the right mix differs
+    from one collection to the next (docs/evaluation.md, how far one weight per collection goes), so a user with
+    queries of their own can choose it.
+    """
+    key = DEFAULT_PRESET if name in (None, "default") else str(name)
+    if key.startswith(CONVEX_AT):
+        return convex_at(key[len(CONVEX_AT) :])
     try:
-        return PRESETS[str(key)]
+        return PRESETS[key]
     except KeyError:
-        raise ConfigError(f"unknown retrieval preset {name!r}; choose one of {sorted(PRESETS)}") from None
+        raise ConfigError(
+            f"unknown retrieval preset {name!r}; choose one of {sorted(PRESETS)} or {CONVEX_AT}W (W from 0 to 1)"
+        ) from None
+
+
+CONVEX_AT: Final = "convex@"
+
+
+def convex_at(weight: str | float) -> RetrievalPreset:
+    """``convex`` with keyword weight ``weight`` and dense weight ``1 - weight``, named ``convex@W``."""
+    try:
+        w = float(weight)
+    except (TypeError, ValueError):
+        w = math.nan
+    if not 0.0 <= w <= 1.0:  # also refuses NaN
+        raise ConfigError(f"{CONVEX_AT}W needs a keyword weight W from 0 to 1, got {weight!r}")
+    base = PRESETS["convex"]
+    name = f"{CONVEX_AT}{w:g}"
+    weights = {d: v for d, v in {"dense": 1.0 - w, "lexical": w}.items() if v > 0}
+    return with_weights(base, name, weights, f"convex combination, {1 - w:g} dense + {w:g} BM25 over min-max scores")
 
 
 def with_weights(base: RetrievalPreset, name: str, weights: Mapping[str, float], description: str) -> RetrievalPreset:
@@ -165,7 +192,7 @@ def load_presets(path: Path) -> dict[str, RetrievalPreset]:
 
 def save_preset(path: Path, name: str, base: str, weights: Mapping[str, float], description: str) -> None:
     """Add or replace a learned preset in the presets file (atomically)."""
-    if name in PRESETS or name == "default":
+    if name in PRESETS or name == "default" or name.startswith(CONVEX_AT):
         raise ConfigError(f"{name!r} is a built-in preset; choose another name")
     raw: dict[str, object] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     raw[name] = {"base": base, "weights": dict(weights), "description": description}
@@ -283,7 +310,7 @@ class Config:
     def preset_for(self, name: str | None) -> RetrievalPreset:
         """A built-in preset, or one learned by ``memlane tune`` and saved in the data dir."""
         key = self.preset if name is None else name
-        if key in (None, "default") or key in PRESETS:
+        if key in (None, "default") or key in PRESETS or str(key).startswith(CONVEX_AT):
             return preset(key)
         learned = load_presets(self.presets_file)
         if key in learned:

@@ -183,7 +183,7 @@ def answer(memory: Memory, beir: BeirSet, names: Sequence[str], tracker: Tracker
         results.append(
             SetConfigResult(
                 name=name,
-                description=PRESETS[name].description,
+                description=preset(name).description,
                 is_default=name == DEFAULT_PRESET,
                 groups=[group_scores("all", rows)],
                 search_p50_ms=percentile(lat, 0.5),

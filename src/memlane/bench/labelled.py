@@ -300,7 +300,7 @@ def run_set(
             results.append(
                 SetConfigResult(
                     name=name,
-                    description=PRESETS[name].description,
+                    description=preset(name).description,
                     is_default=name == DEFAULT_PRESET,
                     groups=_groups(split, rows, split_of),
                     search_p50_ms=percentile(lat, 0.5),

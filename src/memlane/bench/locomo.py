@@ -311,7 +311,7 @@ def run_locomo(
                 )
                 track.advance()
             results.append(
-                config_result(name, rows, description=PRESETS[name].description, is_default=name == DEFAULT_PRESET)
+                config_result(name, rows, description=preset(name).description, is_default=name == DEFAULT_PRESET)
             )
         identity = memory.embedder.identity
     return LocomoReport(

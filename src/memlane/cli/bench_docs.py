@@ -41,6 +41,14 @@ def bench_docs(
         typer.Option("--embedder", envvar="MEMLANE_EMBEDDER", help="minilm (default), static, hash (smoke only)."),
     ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write all results to this JSON (.gz) file.")] = None,
+    sweep: Annotated[
+        str | None,
+        typer.Option(
+            "--sweep",
+            help="Keyword weights, comma-separated (e.g. 0,0.1,0.2,0.3,0.4): also measure convex@W for each and "
+            "print, per run, the weights at or above both dense and convex on MRR@10 and R@10.",
+        ),
+    ] = None,
     stores: Annotated[
         Path | None,
         typer.Option(
@@ -52,9 +60,16 @@ def bench_docs(
 ) -> None:
     """Documentation retrieval on BEIR folders: MRR@10, R@10 and nDCG@10 with CIs, paired tests against the default."""
     from memlane.bench.docs import BATCHES, render_docs_report, run_docs
+    from memlane.bench.docs_windows import sweep_presets, weight_windows
     from memlane.bench.locomo import write_json
 
     try:
+        if sweep is not None:
+            try:
+                weights = [float(w) for w in sweep.split(",") if w.strip()]
+            except ValueError:
+                fail_run(f"--sweep takes comma-separated numbers from 0 to 1, got {sweep!r}")
+            config_names = [*(config_names or PRESET_NAMES), *sweep_presets(weights)]
         with tracking() as tracker:
             report = run_docs(
                 data, batches=batch or BATCHES, presets=config_names, embedder=embedder, tracker=tracker, stores=stores
@@ -63,6 +78,9 @@ def bench_docs(
         fail_run(str(exc))
     report.command = command_line("docs")
     out.print(render_docs_report(report), highlight=False)
+    windows = weight_windows(report)
+    if windows:
+        out.print("\n" + "\n".join(windows), highlight=False)
     if json_out is not None:
         write_json(report, json_out)
         err.print(f"wrote {json_out}")

@@ -14,7 +14,10 @@ from memlane.errors import MemlaneError
 if TYPE_CHECKING:
     from memlane.models import MemoryItem
 
-PRESET_HELP = f"Retrieval preset: {', '.join(PRESET_NAMES)}, default, or one saved by `memlane tune`."
+PRESET_HELP = (
+    f"Retrieval preset: {', '.join(PRESET_NAMES)}, default, convex@W (BM25 weight W from 0 to 1), "
+    "or one saved by `memlane tune`."
+)
 
 
 def add(
