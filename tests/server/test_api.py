@@ -386,3 +386,15 @@ def test_a_request_that_cannot_get_a_worker_in_time_is_503_not_a_hang(tmp_path):
 def test_unknown_preset_is_a_400_naming_the_choices(api):
     r = api.client.post("/v1/search", json={"user_id": "ana", "query": "q", "preset": "nope"}, headers=api.h("acme"))
     assert r.status_code == 400 and "unknown retrieval preset" in r.json()["detail"]
+
+
+def test_convex_at_a_weight_is_a_preset_and_a_weight_out_of_range_a_400(api):
+    add(api, "acme", "ana", "The ferry leaves from pier four.")
+    ok = api.client.post(
+        "/v1/search", json={"user_id": "ana", "query": "ferry", "preset": "convex@0.2"}, headers=api.h("acme")
+    )
+    assert ok.status_code == 200 and ok.json()["hits"]
+    bad = api.client.post(
+        "/v1/search", json={"user_id": "ana", "query": "ferry", "preset": "convex@1.5"}, headers=api.h("acme")
+    )
+    assert bad.status_code == 400 and "convex@W needs a keyword weight W from 0 to 1" in bad.json()["detail"]
