@@ -76,6 +76,7 @@ class Trainer:
 
     def __init__(self, embed: Embed | None) -> None:
         self.embed = embed
+        self.head_chars: float = HEAD_CHARS  # attacks the head may learn from start before this character
         self._features: dict[str, npt.NDArray[np.int64]] = {}
         self._vectors: dict[str, F32] = {}
         self._rules = RulesDetector()
@@ -150,17 +151,20 @@ class Trainer:
         clf = LogisticRegression(C=NGRAM_C, tol=1e-3, max_iter=2000, solver="liblinear", random_state=0)
         clf.fit(x, np.array(labels), sample_weight=np.array(weights))
         ngram = ClassifierModel(clf.coef_[0].astype(np.float32), float(clf.intercept_[0]), 0.5, BITS)
-        head = None
-        if self.embed is not None:
-            # an attack past what the embedding read would teach the head that benign text is an attack
-            keep = [i for i, s in enumerate(samples) if not s.attack or s.text.find(s.attack) < HEAD_CHARS]
-            vecs = self.vectors([samples[i] for i in keep])
-            y = np.array([samples[i].label for i in keep])
-            hw = self._cell_weights([samples[i] for i in keep], {j: sources[i] for j, i in enumerate(keep)})
-            lr = LogisticRegression(C=HEAD_C, max_iter=5000, random_state=0)
-            lr.fit(vecs, y, sample_weight=hw)
-            head = EmbeddingHead(lr.coef_[0].astype(np.float32), float(lr.intercept_[0]))
-        return Fitted(ngram, head)
+        return Fitted(ngram, self.fit_head(samples, sources) if self.embed is not None else None)
+
+    def fit_head(self, samples: Sequence[Sample], sources: Sequence[str]) -> EmbeddingHead:
+        """The embedding head: a logistic regression over the vectors, each (source, label) cell weighing the same."""
+        from sklearn.linear_model import LogisticRegression
+
+        # an attack past what the embedding read would teach the head that benign text is an attack
+        keep = [i for i, s in enumerate(samples) if not s.attack or s.text.find(s.attack) < self.head_chars]
+        vecs = self.vectors([samples[i] for i in keep])
+        y = np.array([samples[i].label for i in keep])
+        hw = self._cell_weights([samples[i] for i in keep], {j: sources[i] for j, i in enumerate(keep)})
+        lr = LogisticRegression(C=HEAD_C, max_iter=5000, random_state=0)
+        lr.fit(vecs, y, sample_weight=hw)
+        return EmbeddingHead(lr.coef_[0].astype(np.float32), float(lr.intercept_[0]))
 
     # -- scoring ---------------------------------------------------------------------------------------------
     def score(self, fitted: Fitted, samples: Sequence[Sample]) -> Scores:

@@ -139,11 +139,15 @@ class OnnxRunner:
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     def __call__(self, ids: IntArray, mask: IntArray) -> F32:
+        return mean_pool(self.hidden(ids, mask), mask)
+
+    def hidden(self, ids: IntArray, mask: IntArray) -> F32:
+        """The last hidden state of every token, ``(batch, tokens, 384)``, before pooling (padding rows included)."""
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
         hidden = self._session.run(None, feed)[0]  # InferenceSession.run is thread-safe
-        return mean_pool(np.asarray(hidden, dtype=np.float32), mask)
+        return np.asarray(hidden, dtype=np.float32)
 
 
 class NumpyRunner:
