@@ -299,6 +299,10 @@ class FoldResult:
     auc: float
     threshold: float
     path: str  # "embedding" (n-gram + head + rules) or "n-gram" (no head)
+    # The best recall any threshold could give on this source with its FPR within TARGET_FPR, the threshold read off
+    # the held-out source itself: not an estimate (no rule can choose it without the source), an upper bound on what
+    # choosing the threshold better could reach with these scores. NaN without both classes.
+    ceiling: float = math.nan
 
     @property
     def recall(self) -> float:
@@ -307,6 +311,25 @@ class FoldResult:
     @property
     def fpr(self) -> float:
         return self.flagged / self.benign if self.benign else math.nan
+
+
+TARGET_FPR: float = 0.03  # the issue's bar for a held-out benign source
+
+
+def recall_ceiling(scores: F64, labels: npt.NDArray[np.int64], fpr: float = TARGET_FPR) -> float:
+    """The highest recall at any threshold that flags at most ``fpr`` of the benign scores (ties flagged together:
+    a threshold cannot separate equal scores). NaN when one class is absent.
+    """
+    attacks, benign = scores[labels == 1], np.sort(scores[labels == 0])[::-1]
+    if not attacks.size or not benign.size:
+        return math.nan
+    allowed = math.floor(fpr * benign.size + 1e-9)
+    if allowed >= benign.size:
+        return 1.0
+    # flag everything strictly above the first benign score that must stay unflagged; an equal score above the
+    # budget drags the whole tie group down with it
+    bar = benign[allowed]
+    return float((attacks > bar).mean())
 
 
 def _result(source: str, path: str, scores: F64, labels: npt.NDArray[np.int64], threshold: float) -> FoldResult:
@@ -320,6 +343,7 @@ def _result(source: str, path: str, scores: F64, labels: npt.NDArray[np.int64], 
         auc(scores, labels),
         threshold,
         path,
+        recall_ceiling(scores, labels),
     )
 
 
