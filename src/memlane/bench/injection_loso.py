@@ -246,8 +246,12 @@ class Model:
     inner: dict[str, Scores] = field(default_factory=dict)
 
 
-def fit_model(trainer: Trainer, by_source: Mapping[str, list[Sample]], names: Sequence[str]) -> Model:
-    """Fit on ``names``: inner folds leave each out once for the stacker and threshold, then fit on all of them."""
+def inner_scores(
+    trainer: Trainer, by_source: Mapping[str, list[Sample]], names: Sequence[str]
+) -> tuple[Scores, npt.NDArray[np.int64], list[str]]:
+    """Out-of-fold scores inside ``names`` (each left out once, scored by a fit on the others), their labels and
+    the source of each row.
+    """
     oof: list[Scores] = []
     labels: list[int] = []
     srcs: list[str] = []
@@ -256,8 +260,12 @@ def fit_model(trainer: Trainer, by_source: Mapping[str, list[Sample]], names: Se
         oof.append(trainer.score(fitted, by_source[held]))
         labels += [s.label for s in by_source[held]]
         srcs += [held] * len(by_source[held])
-    scores = Scores.join(oof)
-    y = np.array(labels)
+    return Scores.join(oof), np.array(labels), srcs
+
+
+def fit_model(trainer: Trainer, by_source: Mapping[str, list[Sample]], names: Sequence[str]) -> Model:
+    """Fit on ``names``: inner folds leave each out once for the stacker and threshold, then fit on all of them."""
+    scores, y, srcs = inner_scores(trainer, by_source, names)
     use_head = trainer.embed is not None
     stacker = fit_stacker(scores, y, srcs, use_head)
     threshold = choose_threshold(combined(stacker, scores, use_head), y, srcs)

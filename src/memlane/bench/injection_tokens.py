@@ -44,6 +44,7 @@ from memlane.bench.injection_loso import (
     choose_threshold,
     combined,
     fit_stacker,
+    inner_scores,
 )
 from memlane.bench.token_pools import BLOCKS, PoolCache
 from memlane.security.head import EmbeddingHead
@@ -108,16 +109,7 @@ class Fold:
 
 def fit_fold(trainer: Trainer, by_source: Mapping[str, list[Sample]], names: Sequence[str]) -> Fold:
     """``injection_loso.fit_model``, also choosing the head-alone threshold on the same inner out-of-fold scores."""
-    oof: list[Scores] = []
-    labels: list[int] = []
-    srcs: list[str] = []
-    for held in names:
-        fitted = trainer.fit_sources(by_source, [n for n in names if n != held])
-        oof.append(trainer.score(fitted, by_source[held]))
-        labels += [s.label for s in by_source[held]]
-        srcs += [held] * len(by_source[held])
-    scores = Scores.join(oof)
-    y = np.array(labels)
+    scores, y, srcs = inner_scores(trainer, by_source, names)
     stacker = fit_stacker(scores, y, srcs, True)
     threshold = choose_threshold(combined(stacker, scores, True), y, srcs)
     plain = fit_stacker(scores, y, srcs, False)
