@@ -8,7 +8,15 @@ class MemlaneError(Exception):
 
 
 class ValidationError(MemlaneError, ValueError):
-    """Input rejected before anything was written (empty text, bad UTF-8, missing scope, ...)."""
+    """Input rejected before anything was written (empty text, bad UTF-8, missing scope, ...).
+
+    ``loc`` names the rejected field where the check knows it (``("messages", 0, "content")``): the REST API puts it
+    in the error body's ``errors[].loc`` as a schema error's is put.
+    """
+
+    def __init__(self, message: str = "", *, loc: tuple[str | int, ...] = ()) -> None:
+        super().__init__(message)
+        self.loc = loc
 
 
 class MissingScopeError(ValidationError):

@@ -9,7 +9,8 @@ import math
 import os
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -308,14 +309,30 @@ def first_error(exc: PydanticValidationError) -> str:
     return f"{where or 'value'}: {err.get('msg', 'invalid')}"
 
 
-def check_message(msg: Message, *, what: str, limits: Limits) -> Message:
+@contextmanager
+def located(*loc: str | int) -> Iterator[None]:
+    """Give a ``ValidationError`` raised inside, that names no field yet, the field ``loc``."""
+    try:
+        yield
+    except ValidationError as exc:
+        if not exc.loc:
+            exc.loc = loc
+        raise
+
+
+def check_message(msg: Message, *, what: str, limits: Limits, loc: tuple[str | int, ...] = ()) -> Message:
     """A message whose role, speaker, content, timestamp and metadata are all within the limits."""
-    check_label(msg.role, what=f"{what} role", max_chars=limits.role_chars, required=True)
-    check_label(msg.name, what=f"{what} name", max_chars=limits.name_chars)
-    check_text(msg.content, max_chars=limits.text_chars, what=f"{what} content")
+    with located(*loc, "role"):
+        check_label(msg.role, what=f"{what} role", max_chars=limits.role_chars, required=True)
+    with located(*loc, "name"):
+        check_label(msg.name, what=f"{what} name", max_chars=limits.name_chars)
+    with located(*loc, "content"):
+        check_text(msg.content, max_chars=limits.text_chars, what=f"{what} content")
     if msg.timestamp is not None:
-        check_time(msg.timestamp, what=f"{what} timestamp", limits=limits)
-    check_metadata(msg.metadata, what=f"{what} metadata", limits=limits)
+        with located(*loc, "timestamp"):
+            check_time(msg.timestamp, what=f"{what} timestamp", limits=limits)
+    with located(*loc, "metadata"):
+        check_metadata(msg.metadata, what=f"{what} metadata", limits=limits)
     return msg
 
 
@@ -328,9 +345,11 @@ def check_messages(messages: object, limits: Limits = DEFAULT_LIMITS) -> list[Me
     else:
         raise ValidationError(f"messages must be a string, a message or a list of them, not {_name(messages)}")
     if not seq:
-        raise ValidationError("no messages to add")
+        raise ValidationError("no messages to add", loc=("messages",))
     if len(seq) > limits.batch:
-        raise ValidationError(f"{len(seq)} messages in one call, more than the limit of {limits.batch}")
+        raise ValidationError(
+            f"{len(seq)} messages in one call, more than the limit of {limits.batch}", loc=("messages",)
+        )
     out: list[Message] = []
     for i, raw in enumerate(seq):
         if isinstance(raw, Message):
@@ -339,14 +358,16 @@ def check_messages(messages: object, limits: Limits = DEFAULT_LIMITS) -> list[Me
             msg = Message(role="user", content=raw)
         elif isinstance(raw, Mapping):
             if any(not isinstance(k, str) for k in raw):
-                raise ValidationError(f"message {i} keys must be strings")
+                raise ValidationError(f"message {i} keys must be strings", loc=("messages", i))
             try:
                 msg = Message.model_validate(dict(raw))
             except PydanticValidationError as exc:
-                raise ValidationError(f"message {i} is invalid: {first_error(exc)}") from None
+                raise ValidationError(f"message {i} is invalid: {first_error(exc)}", loc=("messages", i)) from None
         else:
-            raise ValidationError(f"message {i} must be a string, a dict or a Message, not {_name(raw)}")
-        out.append(check_message(msg, what=f"message {i}", limits=limits))
+            raise ValidationError(
+                f"message {i} must be a string, a dict or a Message, not {_name(raw)}", loc=("messages", i)
+            )
+        out.append(check_message(msg, what=f"message {i}", limits=limits, loc=("messages", i)))
     return out
 
 

@@ -142,7 +142,14 @@ def create_app(settings: ServerSettings, *, memory: Memory | None = None, admin:
         status = status_of(exc)
         headers = {"Retry-After": "1"} if status == 503 else None
         detail = safe(public_detail(exc))
-        errors: list[dict[str, Any]] = [{"loc": [], "msg": detail, "type": type(exc).__name__}] if status == 400 else []
+        loc = (
+            ["body", *(p if isinstance(p, int) else safe(p) for p in exc.loc)]
+            if isinstance(exc, ValidationError) and exc.loc
+            else []
+        )
+        errors: list[dict[str, Any]] = (
+            [{"loc": loc, "msg": detail, "type": type(exc).__name__}] if status == 400 else []
+        )
         return problem(status, detail, errors, headers)
 
     # -- memories ----------------------------------------------------------------------------------
