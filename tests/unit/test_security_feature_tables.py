@@ -1,4 +1,4 @@
-"""The CRC tables behind the injection features give zlib's values: 4-grams from two pair tables, a character
+"""The CRC tables behind the injection features give zlib's values: 4-grams of Latin-1 text from two pair tables, a character
 beyond Latin-1 from its own table column, and whole batches of random text (every script width, empty texts, long
 words, line breaks) equal to per-token zlib hashes.
 """
@@ -10,16 +10,23 @@ import zlib
 
 import numpy as np
 
-from memlane.security.features import _SPAN_BYTES, _column, _gram_pair_tables, feature_runs, feature_sets
+from memlane.security.features import _SPAN_BYTES, _column, _latin_gram_tables, feature_runs, feature_sets
 from tests.security_reference import reference_ids
 
 
-def test_a_four_byte_gram_is_two_pair_lookups() -> None:
-    high, low = _gram_pair_tables()
+def test_a_latin_gram_is_two_pair_lookups() -> None:
+    high, low, tail = _latin_gram_tables()
     rng = random.Random(5)
-    for _ in range(2000):
-        gram = bytes(rng.randrange(256) for _ in range(4))
-        assert int(high[gram[0] << 8 | gram[1]] ^ low[gram[2] << 8 | gram[3]]) == zlib.crc32(gram)
+    for top in (128, 256, 256, 256):  # ASCII only, then any Latin-1 character (one or two UTF-8 bytes)
+        for _ in range(2000):
+            a, b, c, d = (rng.randrange(top) for _ in range(4))
+            crc = high[tail[c << 8 | d] | a << 8 | b] ^ low[c << 8 | d]
+            assert int(crc) == zlib.crc32(bytes((a, b, c, d)).decode("latin-1").encode("utf-8")), (a, b, c, d)
+    for a, b, c, d in ((0xB6, 32, 97, 98), (32, 0xB6, 32, 120), (120, 32, 0xB6, 32), (0xFF, 0xDF, 0xB6, 0xE9)):
+        assert int(high[tail[c << 8 | d] | a << 8 | b] ^ low[c << 8 | d]) == zlib.crc32(
+            bytes((a, b, c, d)).decode("latin-1").encode("utf-8")
+        )
+    assert not tail.reshape(256, 256)[:128, :128].any()  # an ASCII pair after: the first block
 
 
 def test_a_character_column_is_what_its_bytes_add_to_a_crc() -> None:
