@@ -159,6 +159,17 @@ def test_lowered_patterns_read_every_lowerable_character_as_the_patterns_do() ->
     assert unsafe == set(rules._NOT_LOWERABLE)
 
 
+def test_the_skeleton_of_mixed_text_is_its_characters_folded_one_by_one() -> None:
+    # ASCII runs are lowered as runs, the rest read through the table: the same as folding every character alone
+    from memlane.security import rule_base
+
+    rng = random.Random(7)
+    alphabet = "aZ _.\t\n1" + "\u00e9\u00df\u00a0\u00b6\u212a\u0130\u0131\u017f\u2019\u2014\u65e5\U0001f600" + "\u0301"
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.choice([1, 2, 7, 60])))
+        assert skeleton(text) == "".join(rule_base._FOLD[ord(c)] for c in text), repr(text)
+
+
 def test_lowered_keeps_escapes() -> None:
     pattern = re.compile(r"\bDAN\S+\W[A-Z]\\S", re.IGNORECASE)
     assert lowered(pattern).pattern == r"\bdan\S+\W[a-z]\\s"
