@@ -59,3 +59,19 @@ def test_batch_runs_are_int64_with_one_bound_per_text() -> None:
     runs = feature_runs(["", "caf\u00e9 \u65e5\u672c", "plain ascii\nline"])
     assert runs.ids.dtype == np.int64 and runs.bounds.dtype == np.int64
     assert runs.bounds.tolist()[0] == 0 and len(runs.bounds) == 4 and runs.bounds[-1] == runs.ids.size
+
+
+def test_tokens_at_the_tables_edge_equal_per_token_hashes() -> None:
+    # pairs of 126- to 128-byte words straddle the 256 bytes of the tables (a pair is both words and three bytes),
+    # a line's first word of 253 to 256 bytes its ``l WORD`` token; in ASCII, with a line break and in two-byte
+    # characters
+    texts = []
+    for a, b in ((126, 127), (127, 127), (127, 128), (126, 126), (128, 128)):
+        x, y, e = "x" * a, "y" * b, "\u00e9" * (a // 2)
+        texts += [f"{x} {y}", f"pre\n{x} {y}.\nend", f"{e} {y} \u00b6"]
+    for n in (252, 253, 254, 255, 256):
+        texts += ["first line\n" + "z" * n + " tail", "a\n" + "\u00df" * (n // 2)]
+    for batch in ([t] for t in texts):
+        assert np.array_equal(feature_sets(batch)[0], reference_ids(batch[0])), batch[0][:20]
+    for text, ids in zip(texts, feature_sets(texts), strict=True):
+        assert np.array_equal(ids, reference_ids(text)), text[:20]
