@@ -44,7 +44,7 @@ def _crc_tables() -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
 
 
 @lru_cache(maxsize=1)
-def _latin_gram_tables() -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.intp]]:
+def _latin_gram_tables() -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.int32]]:
     """The CRC-32 of a 4-gram ``a b c d`` of Latin-1 characters (one or two UTF-8 bytes each) in two lookups of
     character pairs: ``HIGH[TAIL[c << 8 | d] | a << 8 | b] ^ LOW[c << 8 | d]``, where ``TAIL`` picks the block of
     ``HIGH`` for the 2, 3 or 4 bytes of ``c d`` after ``a b`` (0 for ASCII ``c d``: ``HIGH[a << 8 | b] ^ LOW[c << 8
@@ -57,7 +57,7 @@ def _latin_gram_tables() -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]
     w1, w2 = 1 + (first >> 7), 1 + (second >> 7)  # UTF-8 bytes of each character of the pair
     high = np.concatenate([start[w1 + w2 + s] ^ char[w2 + s, first] ^ char[s, second] for s in (2, 3, 4)])
     low: npt.NDArray[np.uint32] = char[w2, first] ^ char[0, second]
-    tail: npt.NDArray[np.intp] = ((w1 + w2 - 2) << 16).astype(np.intp)
+    tail: npt.NDArray[np.int32] = ((w1 + w2 - 2) << 16).astype(np.int32)  # int32: half the cache lines of intp
     return high, low, tail
 
 
