@@ -1,4 +1,4 @@
-"""The CRC tables behind the injection features give zlib's values: 4-grams from two pair tables, a character
+"""The CRC tables behind the injection features give zlib's values: 4-grams of Latin-1 text from two pair tables, a character
 beyond Latin-1 from its own table column, and whole batches of random text (every script width, empty texts, long
 words, line breaks) equal to per-token zlib hashes.
 """
@@ -10,16 +10,23 @@ import zlib
 
 import numpy as np
 
-from memlane.security.features import _SPAN_BYTES, _column, _gram_pair_tables, feature_runs, feature_sets
+from memlane.security.features import _SPAN_BYTES, _column, _latin_gram_tables, feature_runs, feature_sets
 from tests.security_reference import reference_ids
 
 
-def test_a_four_byte_gram_is_two_pair_lookups() -> None:
-    high, low = _gram_pair_tables()
+def test_a_latin_gram_is_two_pair_lookups() -> None:
+    high, low, tail = _latin_gram_tables()
     rng = random.Random(5)
-    for _ in range(2000):
-        gram = bytes(rng.randrange(256) for _ in range(4))
-        assert int(high[gram[0] << 8 | gram[1]] ^ low[gram[2] << 8 | gram[3]]) == zlib.crc32(gram)
+    for top in (128, 256, 256, 256):  # ASCII only, then any Latin-1 character (one or two UTF-8 bytes)
+        for _ in range(2000):
+            a, b, c, d = (rng.randrange(top) for _ in range(4))
+            crc = high[tail[c << 8 | d] | a << 8 | b] ^ low[c << 8 | d]
+            assert int(crc) == zlib.crc32(bytes((a, b, c, d)).decode("latin-1").encode("utf-8")), (a, b, c, d)
+    for a, b, c, d in ((0xB6, 32, 97, 98), (32, 0xB6, 32, 120), (120, 32, 0xB6, 32), (0xFF, 0xDF, 0xB6, 0xE9)):
+        assert int(high[tail[c << 8 | d] | a << 8 | b] ^ low[c << 8 | d]) == zlib.crc32(
+            bytes((a, b, c, d)).decode("latin-1").encode("utf-8")
+        )
+    assert not tail.reshape(256, 256)[:128, :128].any()  # an ASCII pair after: the first block
 
 
 def test_a_character_column_is_what_its_bytes_add_to_a_crc() -> None:
@@ -52,3 +59,19 @@ def test_batch_runs_are_int64_with_one_bound_per_text() -> None:
     runs = feature_runs(["", "caf\u00e9 \u65e5\u672c", "plain ascii\nline"])
     assert runs.ids.dtype == np.int64 and runs.bounds.dtype == np.int64
     assert runs.bounds.tolist()[0] == 0 and len(runs.bounds) == 4 and runs.bounds[-1] == runs.ids.size
+
+
+def test_tokens_at_the_tables_edge_equal_per_token_hashes() -> None:
+    # pairs of 126- to 128-byte words straddle the 256 bytes of the tables (a pair is both words and three bytes),
+    # a line's first word of 253 to 256 bytes its ``l WORD`` token; in ASCII, with a line break and in two-byte
+    # characters
+    texts = []
+    for a, b in ((126, 127), (127, 127), (127, 128), (126, 126), (128, 128)):
+        x, y, e = "x" * a, "y" * b, "\u00e9" * (a // 2)
+        texts += [f"{x} {y}", f"pre\n{x} {y}.\nend", f"{e} {y} \u00b6"]
+    for n in (252, 253, 254, 255, 256):
+        texts += ["first line\n" + "z" * n + " tail", "a\n" + "\u00df" * (n // 2)]
+    for batch in ([t] for t in texts):
+        assert np.array_equal(feature_sets(batch)[0], reference_ids(batch[0])), batch[0][:20]
+    for text, ids in zip(texts, feature_sets(texts), strict=True):
+        assert np.array_equal(ids, reference_ids(text)), text[:20]

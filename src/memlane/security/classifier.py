@@ -98,8 +98,9 @@ class ClassifierModel:
         weights = self.weights[runs.ids]  # one gather for the batch; each text reads its slice
         bounds = runs.bounds.tolist()
         bias = self.bias
+        total = np.add.reduce  # ``ndarray.sum`` without its Python wrapper: the same pairwise float32 sum
         return [
-            float(weights[lo:hi].sum()) / math.sqrt(hi - lo) + bias if hi > lo else bias
+            float(total(weights[lo:hi])) / math.sqrt(hi - lo) + bias if hi > lo else bias
             for lo, hi in itertools.pairwise(bounds)
         ]
 

@@ -44,14 +44,21 @@ def _crc_tables() -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
 
 
 @lru_cache(maxsize=1)
-def _gram_pair_tables() -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
-    """The CRC-32 of a 4-byte gram ``a b c d`` is ``HIGH[a << 8 | b] ^ LOW[c << 8 | d]``: two lookups, not four."""
-    byte, start = _crc_tables()
+def _latin_gram_tables() -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.int32]]:
+    """The CRC-32 of a 4-gram ``a b c d`` of Latin-1 characters (one or two UTF-8 bytes each) in two lookups of
+    character pairs: ``HIGH[TAIL[c << 8 | d] | a << 8 | b] ^ LOW[c << 8 | d]``, where ``TAIL`` picks the block of
+    ``HIGH`` for the 2, 3 or 4 bytes of ``c d`` after ``a b`` (0 for ASCII ``c d``: ``HIGH[a << 8 | b] ^ LOW[c << 8
+    | d]``).
+    """
+    char, _ = _latin_tables()
+    _, start = _crc_tables()
     first = np.arange(1 << 16) >> 8
     second = np.arange(1 << 16) & 0xFF
-    high: npt.NDArray[np.uint32] = start[4] ^ byte[3][first] ^ byte[2][second]
-    low: npt.NDArray[np.uint32] = byte[1][first] ^ byte[0][second]
-    return high, low
+    w1, w2 = 1 + (first >> 7), 1 + (second >> 7)  # UTF-8 bytes of each character of the pair
+    high = np.concatenate([start[w1 + w2 + s] ^ char[w2 + s, first] ^ char[s, second] for s in (2, 3, 4)])
+    low: npt.NDArray[np.uint32] = char[w2, first] ^ char[0, second]
+    tail: npt.NDArray[np.int32] = ((w1 + w2 - 2) << 16).astype(np.int32)  # int32: half the cache lines of intp
+    return high, low, tail
 
 
 @lru_cache(maxsize=1)
@@ -154,22 +161,30 @@ def _token_crcs(
     shift = np.zeros(size.size, dtype=np.intp)
     np.add(size[1:], 1, out=shift[:-1], where=pair[:-1])
     spread = after + shift.repeat(lens)
-    if 2 * int(size.max()) < last:  # no token longer than the tables (``spread`` is below ``2 * size``): no clip
+    word_head, pair_head, blank = _heads()
+    a = pair.nonzero()[0]
+    b = a + 1
+    longest = 2 * int(size.max())
+    if longest + 3 <= _SPAN_BYTES:
+        # No token longer than the tables (a pair has at most ``longest + 3`` bytes, ``spread`` at most
+        # ``longest``): no clip, no zlib.
+        c0 = np.bitwise_xor.reduceat(flat[after * stride + value], first)
+        ck = np.bitwise_xor.reduceat(flat[spread * stride + value], first)
+        sb = size[b]
+        return word_head[size + 2] ^ c0, pair_head[size[a] + sb + 3] ^ ck[a] ^ blank[sb] ^ c0[b]
+    if longest < last:
         c0 = np.bitwise_xor.reduceat(flat[after * stride + value], first)
         ck = np.bitwise_xor.reduceat(flat[spread * stride + value], first)
     else:
         c0 = np.bitwise_xor.reduceat(flat[np.minimum(after, last) * stride + value], first)
         ck = np.bitwise_xor.reduceat(flat[np.minimum(spread, last) * stride + value], first)
 
-    word_head, pair_head, blank = _heads()
     top = word_head.size - 1  # any longer token is hashed by zlib below
     n = size + 2
     words = word_head[np.minimum(n, top)] ^ c0
     for i in (n > _SPAN_BYTES).nonzero()[0].tolist():  # a very long word (a URL, a run of base64): rare
         words[i] = zlib.crc32(b"w " + token(i))
 
-    a = pair.nonzero()[0]
-    b = a + 1
     n = size[a] + size[b] + 3
     pairs = pair_head[np.minimum(n, top)] ^ ck[a] ^ blank[np.minimum(size[b], top)] ^ c0[b]
     for j in (n > _SPAN_BYTES).nonzero()[0].tolist():
@@ -211,9 +226,12 @@ def _line_crcs(
     word = nxt[found]
     n = size[word] + 2
     crc = np.empty(marks.size, dtype=np.int64)
-    crc[found] = words[word] ^ _w_to_l()[np.minimum(n - 1, _SPAN_BYTES - 1)]
-    for j in (n > _SPAN_BYTES).nonzero()[0].tolist():
-        crc[found.nonzero()[0][j]] = zlib.crc32(b"l " + token(int(word[j])))
+    if int(size.max(initial=0)) + 2 <= _SPAN_BYTES:  # no ``l WORD`` longer than the tables
+        crc[found] = words[word] ^ _w_to_l()[n - 1]
+    else:
+        crc[found] = words[word] ^ _w_to_l()[np.minimum(n - 1, _SPAN_BYTES - 1)]
+        for j in (n > _SPAN_BYTES).nonzero()[0].tolist():
+            crc[found.nonzero()[0][j]] = zlib.crc32(b"l " + token(int(word[j])))
     for j in (~found).nonzero()[0].tolist():  # a line without a word character: rare
         at = int(marks[j]) + 1
         crc[j] = zlib.crc32(f"l {joined[at] if at < stop[j] else ''}".encode())
@@ -262,10 +280,10 @@ def feature_runs(texts: Sequence[str], bits: int = BITS) -> FeatureRuns:
     return _runs(crcs, ends, bits)
 
 
-# The CRCs of one batch: 4-grams (at their first character), words, pairs (at their first word's first character)
-# and line starts (at their mark), each with the character where it lies (which gives its text).
+# The CRCs of one batch: 4-grams (one per character but the last three, at their first), words, pairs (at their
+# first word's first character) and line starts (at their mark), each with the character where it lies (its text).
 _Crcs = tuple[
-    npt.NDArray[np.int64] | npt.NDArray[np.uint32], npt.NDArray[np.intp], npt.NDArray[np.int64],
+    npt.NDArray[np.int64] | npt.NDArray[np.uint32], npt.NDArray[np.int64],
     npt.NDArray[np.int64], npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.int64], npt.NDArray[np.intp],
 ]  # fmt: skip
 
@@ -276,23 +294,17 @@ def _latin_crcs(joined: str, cols: npt.NDArray[np.uint8], ends: npt.NDArray[np.i
     """
     char, word_table = _latin_tables()
     flat = char.reshape(-1)
-    size = cols.size
     marks = _EMPTY if _PILCROW not in joined else (cols == 0xB6).nonzero()[0]
     width = None
     units = cols.astype(np.intp)  # numpy gathers with native indices: converted once, not in every gather
-    if joined.isascii() or joined.replace(_PILCROW, "").isascii():
-        # one byte a character but for the marks (in no word): the grams with a mark are hashed again below
-        high, low = _gram_pair_tables()
-        two = (units[:-1] << 8) | units[1:]  # each character with the next, as one index
+    high, low, tail = _latin_gram_tables()
+    two = (units[:-1] << 8) | units[1:]  # each character with the next, as one index
+    if joined.isascii():
         grams = high[two[:-2]] ^ low[two[2:]]
-        if marks.size:
-            at = (marks[:, None] - _BACK).ravel()
-            at = at[(at >= 0) & (at < size - 3)]
-            grams[at] = _latin_grams(units, at)
     else:
-        width = (units >> 7) + 1  # UTF-8 bytes of each character
-        grams = _char_grams(_shifted(units), _shifted(width), flat, 256)
-    gram_at = np.arange(max(size - 3, 0))
+        grams = high[two[:-2] | tail[two[2:]]] ^ low[two[2:]]
+        if not joined.replace(_PILCROW, "").isascii():  # one byte a character but for the marks (in no word)
+            width = (units >> 7) + 1  # UTF-8 bytes of each character
 
     word = word_table[units]
     edges = (word[1:] != word[:-1]).nonzero()[0] + 1  # a padded text starts and ends with a space: pairs of edges
@@ -312,18 +324,10 @@ def _latin_crcs(joined: str, cols: npt.NDArray[np.uint8], ends: npt.NDArray[np.i
     def token(i: int) -> bytes:
         return joined[starts[i] : stops[i]].encode("utf-8")
 
-    return _tokens(joined, marks, grams, gram_at, starts, ends, token, flat, value, after, lens, nbytes)
+    return _tokens(joined, marks, grams, starts, ends, token, flat, value, after, lens, nbytes)
 
 
 _EMPTY: Final = np.zeros(0, dtype=np.intp)
-_BACK: Final = np.arange(4)
-
-
-def _latin_grams(cols: npt.NDArray[np.intp], at: npt.NDArray[np.intp]) -> npt.NDArray[np.uint32]:
-    """CRC-32 of the 4-gram at each character ``at`` of Latin-1 ``cols`` (each character's code)."""
-    char, _ = _latin_tables()
-    c = [cols[at + k] for k in range(4)]
-    return _char_grams(c, [(x >> 7) + 1 for x in c], char.reshape(-1), 256)
 
 
 def _char_grams(
@@ -373,13 +377,12 @@ def _wide_crcs(joined: str, ends: npt.NDArray[np.intp]) -> _Crcs:
     stride = 256 + len(extra)
     flat = np.concatenate((char[:rows], np.stack([_column(c) for c in extra], axis=1)[:rows]), axis=1).reshape(-1)
     grams = _char_grams(_shifted(codes), _shifted(width), flat, stride)
-    gram_at = np.arange(max(points.size - 3, 0))
 
     def token(i: int) -> bytes:
         return joined[starts[i] : stops[i]].encode("utf-8")
 
     marks = (points == 0xB6).nonzero()[0]
-    return _tokens(joined, marks, grams, gram_at, starts, ends, token, flat, codes[at], after, lens, nbytes, stride)
+    return _tokens(joined, marks, grams, starts, ends, token, flat, codes[at], after, lens, nbytes, stride)
 
 
 @lru_cache(maxsize=4096)
@@ -401,7 +404,6 @@ def _tokens(
     joined: str,
     marks: npt.NDArray[np.intp],
     grams: npt.NDArray[np.uint32] | npt.NDArray[np.int64],
-    gram_at: npt.NDArray[np.intp],
     starts: npt.NDArray[np.intp],
     ends: npt.NDArray[np.intp],
     token: Callable[[int], bytes],
@@ -419,7 +421,8 @@ def _tokens(
     if starts.size:
         pair[:-1] = True
         if ends.size > 1:  # a word's next word is in another text when a text's end lies between them
-            pair[:-1] = ends.searchsorted(starts[:-1], side="right") == ends.searchsorted(starts[1:], "right")
+            text = ends.searchsorted(starts, side="right")
+            np.equal(text[:-1], text[1:], out=pair[:-1])
         words, pairs = _token_crcs(token, flat, stride, value.astype(np.intp, copy=False), after, lens, nbytes, pair)
     lines = empty
     if marks.size:
@@ -428,16 +431,19 @@ def _tokens(
         if ends.size > 1:
             stop = np.minimum(stop, ends[ends.searchsorted(marks, side="right")] - 1)
         lines = _line_crcs(joined, marks, stop, starts, words, nbytes, token)
-    return grams, gram_at, words, pairs, starts, starts[pair], lines, marks
+    return grams, words, pairs, starts, starts[pair], lines, marks
+
+
+_INT32_MAX: Final = (1 << 31) - 1
 
 
 def _runs(crcs: _Crcs, ends: npt.NDArray[np.intp], bits: int) -> FeatureRuns:
     """The sorted distinct features of each text from the CRCs of a batch (a gram crossing two texts dropped)."""
-    grams, _, words, pairs, word_at, pair_at, lines, line_at = crcs
+    grams, words, pairs, word_at, pair_at, lines, line_at = crcs
     mask = (1 << bits) - 1
     tokens = np.concatenate([words, pairs, lines])
     # keys as int32 when they fit: they sort faster
-    kind: type[np.int32] | type[np.int64] = np.int32 if ends.size << bits <= np.iinfo(np.int32).max else np.int64
+    kind: type[np.int32] | type[np.int64] = np.int32 if ends.size << bits <= _INT32_MAX else np.int64
     keys: npt.NDArray[np.signedinteger[Any]]
     if ends.size == 1:
         keys = np.concatenate([grams & mask, tokens & mask], dtype=kind, casting="unsafe")
@@ -447,7 +453,11 @@ def _runs(crcs: _Crcs, ends: npt.NDArray[np.intp], bits: int) -> FeatureRuns:
         texts: npt.NDArray[np.signedinteger[Any]] = np.arange(ends.size, dtype=kind)
         doc_of = (texts << bits).repeat(sizes)  # each character's text, shifted
         first = doc_of[:-3]  # the text of each gram's first and last character
-        gram_keys = (first | (grams & mask).astype(kind))[first == doc_of[3:]]
+        gram_keys: npt.NDArray[np.signedinteger[Any]] = (
+            grams.view(np.int32) & mask if kind is np.int32 else (grams & mask).astype(kind)
+        )
+        gram_keys |= first
+        gram_keys = gram_keys[first == doc_of[3:]]
         at = np.concatenate([word_at, pair_at, line_at])
         keys = np.concatenate([gram_keys, doc_of[at] | (tokens & mask).astype(kind)])
     keys.sort()

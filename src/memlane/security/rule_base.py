@@ -102,7 +102,17 @@ def skeleton(text: str) -> str:
     whitespace character a space, any other character itself. A word of ``text`` that a pattern's ASCII letters
     (or their accented forms) match reads as that word here, and words split where they split in ``text``.
     """
-    return text.lower() if text.isascii() else text.translate(_FOLD)
+    if text.isascii():
+        return text.lower()
+    # the ASCII runs lowered, only the others read character by character through the table (the same per
+    # character: ``_FOLD`` lowers an ASCII character)
+    pieces = _NOT_ASCII_RUN.split(text)
+    pieces[0::2] = [piece.lower() for piece in pieces[0::2]]
+    pieces[1::2] = [piece.translate(_FOLD) for piece in pieces[1::2]]
+    return "".join(pieces)
+
+
+_NOT_ASCII_RUN: Final = re.compile(r"([^\x00-\x7f]+)")
 
 
 def lowered(pattern: re.Pattern[str]) -> re.Pattern[str]:

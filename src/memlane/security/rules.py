@@ -386,6 +386,56 @@ def _starts() -> tuple[tuple[tuple[str, ...] | None, Any], ...]:
     return tuple(out)
 
 
+@cache
+def _shared_finder() -> tuple[Any, int]:
+    """One automaton of the start literals of every rule with its own (values: the rules a literal starts, as a
+    bit set, and its length - 1), and those rules as a bit set: one pass finds the starts of several at once.
+    """
+    literals: dict[str, int] = {}
+    rules = 0
+    for i, (own, finder) in enumerate(_starts()):
+        if finder is not None and own is not None:
+            rules |= 1 << i
+            for literal in own:
+                literals[literal] = literals.get(literal, 0) | 1 << i
+    if not rules:
+        return None, 0
+    automaton = ahocorasick.Automaton()
+    for literal, of in literals.items():
+        automaton.add_word(literal, (of, len(literal) - 1))
+    automaton.make_automaton()
+    return automaton, rules
+
+
+def _matching(candidates: list[int], low: str) -> list[RuleMatch]:
+    """The ``candidates`` whose lowered pattern matches ``low`` (lower-case text), each tried where one of its start
+    literals lies. Two or more candidates with an automaton of their own share one pass of ``_shared_finder``
+    (the same starts as theirs: every occurrence of each of their literals), each tried until it matches.
+    """
+    at = _starts()
+    shared, with_finder = _shared_finder()
+    wanted = 0
+    for i in candidates:
+        wanted |= (with_finder >> i & 1) << i
+    if not wanted & (wanted - 1):  # at most one: its own automaton
+        return [_MATCHES[i] for i in candidates if first_match(_LOWERED[i], at[i][0], low, at[i][1])]
+    found = 0
+    for end, (rules, back) in shared.iter(low):
+        todo = rules & wanted & ~found
+        while todo:
+            bit = todo & -todo
+            todo ^= bit
+            if _LOWERED[bit.bit_length() - 1].match(low, end - back) is not None:
+                found |= bit
+        if found == wanted:
+            break
+    return [
+        _MATCHES[i]
+        for i in candidates
+        if (found >> i & 1 if wanted >> i & 1 else first_match(_LOWERED[i], at[i][0], low, at[i][1]))
+    ]
+
+
 def _candidates(text: str, low: str) -> list[int]:
     """The rules (by index, in order) ``text`` may match: those with a cue among the words of ``low``, its
     ``skeleton``, or a mark in ``text``, and one of their needs in ``low``.
@@ -411,15 +461,12 @@ def match_rules(text: str) -> list[RuleMatch]:
     """The rules ``text`` matches (each once)."""
     low = skeleton(text)
     if text.isascii():  # the lower-case text is the skeleton: the lowered patterns read it
-        at = _starts()
-        return [_MATCHES[i] for i in _candidates(text, low) if first_match(_LOWERED[i], at[i][0], low, at[i][1])]
+        return _matching(_candidates(text, low), low)
     candidates = _candidates(text, low)
     if not candidates:
         return []
     if _NOT_LOWERABLE.isdisjoint(text):
-        lower = text.lower()
-        at = _starts()
-        return [_MATCHES[i] for i in candidates if first_match(_LOWERED[i], at[i][0], lower, at[i][1])]
+        return _matching(candidates, text.lower())
     return [_MATCHES[i] for i in candidates if RULES[i].pattern.search(text)]
 
 
