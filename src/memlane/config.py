@@ -133,6 +133,8 @@ DETECTORS: Final = ("off", "rules", "default", "llm")
 
 # Chosen by `memlane bench locomo --split tune` (conversations 26, 30, 41); see docs/benchmarks.md.
 DEFAULT_PRESET: Final = "multi"
+#: ``convex@W``: the convex preset with BM25 weight W (``convex_at``).
+CONVEX_AT: Final = "convex@"
 
 
 def preset(name: str | None) -> RetrievalPreset:
@@ -151,9 +153,6 @@ def preset(name: str | None) -> RetrievalPreset:
         raise ConfigError(
             f"unknown retrieval preset {name!r}; choose one of {sorted(PRESETS)} or {CONVEX_AT}W (W from 0 to 1)"
         ) from None
-
-
-CONVEX_AT: Final = "convex@"
 
 
 def convex_at(weight: str | float) -> RetrievalPreset:
